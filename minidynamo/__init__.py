@@ -1,1 +1,19 @@
-"""minidynamo: a pure-Python PEP 523-style frame translator (bytecode -> torch.fx)."""
+"""minidynamo: a pure-Python PEP 523-style frame translator (Python bytecode -> torch.fx graphs + guards).
+
+    >>> from minidynamo import minicompile
+    >>> @minicompile(backend="eager")
+    ... def f(x, w):
+    ...     return torch.relu(x @ w).sum(-1)
+
+Stages, in the order a call goes through them: ``eval_frame`` (the hook and cache) -> ``convert_frame`` ->
+``symbolic_convert`` (one handler per opcode over ``variables/``) -> ``output_graph`` (FX graph, backend) ->
+``guards`` and ``codegen`` (the transformed bytecode).
+"""
+from . import config, exc
+from .backends import list_backends, register_backend
+from .eval_frame import OptimizedModule, disable, graph_break, minicompile, reset
+from .explain import explain, show_guards, show_transformed
+from .utils import counters
+
+__all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed",
+           "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule"]

@@ -1,0 +1,151 @@
+"""PyCodegen: emit the bytecode that rebuilds Python values after the graph has run.
+
+After tracing, the translator knows the *symbolic* return value (say a tuple of two graph outputs and a constant).
+``PyCodegen`` turns each tracker back into instructions: graph outputs are read from the tuple the compiled graph
+returned, sourced values are re-loaded from where they came from, containers are rebuilt, constants are loaded.
+Mirrors ``torch/_dynamo/codegen.py``.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from bytecode import Instr
+
+from . import bytecode_transformation as bt
+from .variables.base import VariableTracker
+from .variables.constant import LITERAL_TYPES
+
+GRAPH_OUT = "___graph_out"
+
+
+class PyCodegen:
+    def __init__(self, tx, code: types.CodeType, f_globals: dict, graph_outputs: dict[int, int] | None = None):
+        self.tx = tx
+        self.code = code
+        self.f_globals = f_globals
+        self.graph_outputs = graph_outputs or {}  # id(tracker) -> index in the graph's output tuple
+        self.instructions: list[Instr] = []
+
+    def __call__(self, vt: VariableTracker) -> None:
+        """Push ``vt``'s value on the stack."""
+        if id(vt) in self.graph_outputs:
+            self.append(Instr("LOAD_FAST", GRAPH_OUT))
+            self.load_const(self.graph_outputs[id(vt)])
+            self.subscr()
+            return
+        if vt.source is not None:  # the real object (after side effects were applied to it)
+            vt.source.reconstruct(self)
+            return
+        vt.reconstruct(self)
+
+    def append(self, *instrs: Instr) -> None:
+        self.instructions.extend(instrs)
+
+    # --- loads ------------------------------------------------------------------------------------------------
+    def load_const(self, value: Any) -> None:
+        if type(value) in LITERAL_TYPES or (type(value) is tuple and all(type(v) in LITERAL_TYPES for v in value)):
+            self.append(Instr("LOAD_CONST", value))
+        else:
+            self.load_const_object(value)
+
+    def load_const_object(self, value: Any, push_null: bool = False) -> None:
+        """Load an arbitrary object by stashing it in the frame's globals (``___const_<id>``)."""
+        name = f"___const_{type(value).__name__}_{id(value)}"
+        self.f_globals[name] = value
+        self.append(bt.create_load_global(name, push_null))
+
+    def load_local(self, name: str) -> None:
+        if name in self.code.co_cellvars or name in self.code.co_freevars:
+            self.append(bt.create_load_deref(name, self.code))
+        else:
+            self.append(Instr("LOAD_FAST", name))
+
+    def load_global(self, name: str, push_null: bool = False) -> None:
+        self.append(bt.create_load_global(name, push_null))
+
+    def load_import_from(self, module_name: str, name: str) -> None:
+        import sys
+        self.load_const_object(sys.modules[module_name])
+        self.load_attr(name)
+
+    def load_attr(self, name: str) -> None:
+        self.append(bt.create_load_attr(name))
+
+    def subscr(self) -> None:
+        self.append(Instr("BINARY_SUBSCR"))
+
+    def push_null(self) -> None:
+        self.append(Instr("PUSH_NULL"))
+
+    # --- builds and calls -------------------------------------------------------------------------------------
+    def build(self, container: type, n: int) -> None:
+        if container is tuple:
+            self.append(Instr("BUILD_TUPLE", n))
+        elif container is list:
+            self.append(Instr("BUILD_LIST", n))
+        elif container is set:
+            self.append(Instr("BUILD_SET", n))
+        elif container is dict:
+            self.append(Instr("BUILD_MAP", n))
+        elif container is slice:
+            self.append(Instr("BUILD_SLICE", n))
+        else:
+            raise AssertionError(container)
+
+    def call(self, nargs: int) -> None:
+        """Call: the stack holds NULL (or self), the callable, then ``nargs`` arguments."""
+        self.append(*bt.create_call(nargs))
+
+    def get_iter(self) -> None:
+        self.append(Instr("GET_ITER"))
+
+    # --- stores -----------------------------------------------------------------------------------------------
+    def store_attr(self, name: str) -> None:
+        self.append(Instr("STORE_ATTR", name))
+
+    def store_global(self, name: str) -> None:
+        self.append(Instr("STORE_GLOBAL", name))
+
+    def store_local(self, name: str) -> None:
+        if name in self.code.co_cellvars or name in self.code.co_freevars:
+            self.append(bt.create_store_deref(name, self.code))
+        else:
+            self.append(Instr("STORE_FAST", name))
+
+    def apply_container_mutation(self, obj: VariableTracker) -> None:
+        """Make the real list/dict/set behind ``obj.source`` hold ``obj``'s current items."""
+        from .variables.dicts import DictVariable, SetVariable
+
+        if isinstance(obj, (DictVariable, SetVariable)):
+            # obj.clear(); obj.update(new)
+            obj.source.reconstruct(self)
+            self.append(bt.create_load_method("clear"))
+            self.call(0)
+            self.append(Instr("POP_TOP"))
+            obj.source.reconstruct(self)
+            self.append(bt.create_load_method("update"))
+            self.__call__(_Fresh(obj))
+            self.call(1)
+            self.append(Instr("POP_TOP"))
+            return
+        # lst[:] = [new items]
+        self.__call__(_Fresh(obj))
+        obj.source.reconstruct(self)
+        self.append(Instr("LOAD_CONST", None), Instr("LOAD_CONST", None), Instr("BUILD_SLICE", 2))
+        self.append(Instr("STORE_SUBSCR"))
+
+
+class _Fresh(VariableTracker):
+    """Rebuild a sourced container from its items rather than reloading it from its source."""
+
+    def __init__(self, obj: VariableTracker):
+        super().__init__()
+        self.obj = obj
+
+    def reconstruct(self, codegen):
+        saved, self.obj.source = self.obj.source, None
+        try:
+            type(self.obj).reconstruct(self.obj, codegen)
+        finally:
+            self.obj.source = saved

@@ -1,0 +1,25 @@
+"""Knobs for minidynamo (mirrors ``torch/_dynamo/config.py``; only the few a learner needs).
+
+``debug`` is the graded debug knob shared with mininductor: 0 silent; 1 prints each captured FX graph;
+2 adds guards; 3 adds original and transformed bytecode; 4 traces every instruction the translator runs.
+It starts from the ``MINICOMPILE_DEBUG`` environment variable.
+"""
+import os
+
+debug: int = int(os.environ.get("MINICOMPILE_DEBUG", "0") or 0)
+
+# After this many cache entries for one code object, a guard miss runs the frame eagerly (with a warning)
+# instead of compiling again.  Upstream: ``torch._dynamo.config.recompile_limit``.
+recompile_limit: int = 8
+
+# Log every recompile with the guard that failed (like ``TORCH_LOGS=recompiles``).
+log_recompiles: bool = bool(os.environ.get("MINICOMPILE_LOG_RECOMPILES"))
+
+# How deep user functions are inlined before the translator gives up on the frame.
+max_inline_depth: int = 32
+
+# Where stage artifacts (graphs, guards, bytecode) are written; None writes nothing.
+debug_dir: str | None = os.environ.get("MINICOMPILE_DEBUG_DIR") or None
+
+# Re-raise bugs in the translator instead of running the frame eagerly (tests set this).
+raise_internal_errors: bool = bool(os.environ.get("MINICOMPILE_RAISE_INTERNAL"))

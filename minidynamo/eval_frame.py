@@ -1,0 +1,197 @@
+"""eval_frame: the frame hook.  ``minicompile(fn)`` returns a wrapper that does what PEP 523 lets Dynamo do in C.
+
+On every call the wrapper binds the arguments to the function's parameters (the frame's ``f_locals``), looks up the
+cache of compiled versions of the function's code object, runs the first whose guards pass, and on a miss translates
+the frame (``convert_frame``) -- or, past ``config.recompile_limit``, or if the frame cannot be captured, runs it
+eagerly with the reason recorded.  ``OptimizedModule`` wraps an ``nn.Module`` like ``torch.compile`` does.
+Mirrors ``torch/_dynamo/eval_frame.py``.
+
+[Note: one cache per minicompile call]  Upstream keeps one cache per code object, shared by every ``torch.compile``
+of that function, and guards on the backend.  We keep the cache on the compile context instead (so
+``minicompile(f, backend=a)`` and ``minicompile(f, backend=b)`` never see each other's entries); ``reset()`` clears all.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from . import config
+from .backends import lookup_backend
+from .convert_frame import CacheEntry, convert_frame
+from .exc import Unsupported
+from .utils import counters
+
+_contexts: "weakref.WeakSet[CompileContext]" = weakref.WeakSet()
+
+
+class CompileContext:
+    """Everything one ``minicompile(...)`` call owns: its backend, options and cache."""
+
+    def __init__(self, backend: Callable, fullgraph: bool = False, dynamic: bool | None = None):
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.cache: dict[types.CodeType, list[CacheEntry]] = {}
+        self.skipped: dict[types.CodeType, Unsupported] = {}
+        self.fallbacks: list[Unsupported] = []
+        self.recompile_reasons: list[str] = []
+        self.signatures: dict[types.CodeType, inspect.Signature] = {}
+        _contexts.add(self)
+
+    def reset(self) -> None:
+        self.cache.clear()
+        self.skipped.clear()
+        self.fallbacks.clear()
+        self.recompile_reasons.clear()
+
+    # --- the hook -----------------------------------------------------------------------------------------
+    def wrap(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def _minicompile_wrapper(*args, **kwargs):
+            return self(fn, args, kwargs)
+
+        _minicompile_wrapper._minidynamo_orig = fn
+        _minicompile_wrapper._minidynamo_ctx = self
+        return _minicompile_wrapper
+
+    def frame_locals(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
+        code = fn.__code__
+        sig = self.signatures.get(code)
+        if sig is None:
+            sig = self.signatures[code] = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        f_locals = dict(bound.arguments)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                f_locals[name] = cell.cell_contents
+            except ValueError:
+                pass
+        return f_locals
+
+    def __call__(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        code = fn.__code__
+        if code in self.skipped:
+            return fn(*args, **kwargs)
+        f_locals = self.frame_locals(fn, args, kwargs)
+        entries = self.cache.setdefault(code, [])
+        for entry in entries:
+            if entry.guard_manager.check(f_locals, fn.__globals__):
+                return entry.fn(*args, **kwargs)
+        if entries:
+            return self.recompile(fn, entries, f_locals, args, kwargs)
+        return self.compile_and_call(fn, f_locals, args, kwargs)
+
+    def recompile(self, fn, entries, f_locals, args, kwargs):
+        reason = entries[-1].guard_manager.first_failure(f_locals, fn.__globals__) or "unknown"
+        if len(entries) >= config.recompile_limit:
+            warnings.warn(f"minidynamo: {fn.__qualname__} hit recompile_limit ({config.recompile_limit}); "
+                          f"running it eagerly. Last guard failure: {reason}")
+            counters["eager_fallback"]["recompile_limit"] += 1
+            return fn(*args, **kwargs)
+        counters["recompiles"]["total"] += 1
+        self.recompile_reasons.append(f"{fn.__qualname__}: {reason}")
+        if config.log_recompiles or config.debug >= 1:
+            print(f"[minidynamo] recompiling {fn.__qualname__}: guard failed: {reason}")
+        return self.compile_and_call(fn, f_locals, args, kwargs)
+
+    def compile_and_call(self, fn, f_locals, args, kwargs):
+        try:
+            entry = convert_frame(fn, f_locals, self.backend)
+        except Unsupported as e:
+            if self.fullgraph:
+                raise
+            return self.fall_back(fn, e, args, kwargs)
+        except Exception as e:  # noqa: BLE001 - a translator bug must not become a crash or a wrong answer
+            if config.raise_internal_errors or self.fullgraph:
+                raise
+            err = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",
+                              "please report this; the frame runs eagerly")
+            return self.fall_back(fn, err, args, kwargs)
+        self.cache[fn.__code__].append(entry)
+        return entry.fn(*args, **kwargs)
+
+    def fall_back(self, fn, e: Unsupported, args, kwargs):
+        counters["eager_fallback"][e.reason] += 1
+        self.skipped[fn.__code__] = e
+        self.fallbacks.append(e)
+        if config.debug >= 1:
+            print(f"[minidynamo] running {fn.__qualname__} eagerly: {e}")
+        return fn(*args, **kwargs)
+
+
+class OptimizedModule(torch.nn.Module):
+    """``minicompile(module)``: same parameters (under ``_orig_mod``), compiled ``forward``."""
+
+    def __init__(self, mod: torch.nn.Module, ctx: CompileContext):
+        super().__init__()
+        self._orig_mod = mod
+        self._ctx = ctx
+        self._compiled_forward = ctx.wrap(type(mod).forward)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward(self._orig_mod, *args, **kwargs)
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+
+def minicompile(model: Callable | None = None, *, backend: str | Callable = "inductor", fullgraph: bool = False,
+                dynamic: bool | None = None, mode: str | None = None, options: dict | None = None):
+    """Compile a function or ``nn.Module`` (the signature of ``torch.compile``); also a decorator."""
+    if model is None:
+        return lambda m: minicompile(m, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                     options=options)
+    ctx = CompileContext(lookup_backend(backend, mode=mode, options=options), fullgraph=fullgraph, dynamic=dynamic)
+    if isinstance(model, torch.nn.Module):
+        return OptimizedModule(model, ctx)
+    if isinstance(model, types.MethodType):
+        bound_self = model.__self__
+        wrapped = ctx.wrap(model.__func__)
+        return types.MethodType(wrapped, bound_self)
+    if not isinstance(getattr(model, "_minidynamo_orig", model), types.FunctionType):
+        raise TypeError(f"minicompile expects a Python function or nn.Module, got {type(model).__name__}")
+    return ctx.wrap(getattr(model, "_minidynamo_orig", model))
+
+
+def reset() -> None:
+    """Forget every compiled frame and clear the counters (``torch._dynamo.reset``)."""
+    for ctx in list(_contexts):
+        ctx.reset()
+    counters.clear()
+
+
+def disable(fn: Callable | None = None, recursive: bool = True):
+    """Mark ``fn`` so the translator never traces it (it always runs eagerly)."""
+    if fn is None:
+        return lambda f: disable(f, recursive)
+
+    @functools.wraps(fn)
+    def _disabled(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    _disabled._minidynamo_disable = True
+    return _disabled
+
+
+def graph_break() -> None:
+    """Does nothing when run; the translator stops the graph here (``torch._dynamo.graph_break``)."""
+
+
+graph_break._minidynamo_graph_break = True
+
+
+def contexts_of(fn) -> list[CompileContext]:
+    if isinstance(fn, OptimizedModule):
+        return [fn._ctx]
+    ctx = getattr(fn, "_minidynamo_ctx", None) or getattr(getattr(fn, "__func__", None), "_minidynamo_ctx", None)
+    return [ctx] if ctx else []

@@ -1,0 +1,35 @@
+"""How the translator refuses: one exception, ``Unsupported``, raised through ``unimplemented``.
+
+Every refusal carries a *reason* (what the translator met), a *hint* (what a learner can do about it) and the user's
+``file:line`` where it happened.  ``convert_frame`` catches it and runs the frame eagerly (or, with
+``fullgraph=True``, lets it reach the user).  Mirrors ``torch/_dynamo/exc.py``.
+"""
+from __future__ import annotations
+
+
+class Unsupported(RuntimeError):
+    """The translator met something it cannot put in a graph."""
+
+    def __init__(self, reason: str, hint: str = "", user_stack: list | None = None):
+        self.reason = reason
+        self.hint = hint
+        self.user_stack = list(user_stack or [])
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        parts = [self.reason]
+        if self.user_stack:
+            fs = self.user_stack[-1]
+            parts.append(f"  at {fs.filename}:{fs.lineno} in {fs.name}" + (f": {fs.line}" if fs.line else ""))
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class RecompileLimitExceeded(RuntimeError):
+    pass
+
+
+def unimplemented(reason: str, hint: str = "") -> "NoReturn":  # noqa: F821
+    """Refuse to trace: the one idiom every handler uses (upstream: ``torch._dynamo.exc.unimplemented``)."""
+    raise Unsupported(reason, hint)

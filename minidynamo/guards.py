@@ -1,0 +1,197 @@
+"""Guards: the conditions under which a compiled frame may be reused, generated as readable Python.
+
+In:  the guards the translator installed while it read inputs (each knows its ``Source`` and the user line that
+created it).  Out: a ``GuardManager`` whose ``check(L, G)`` is one generated Python function, and which can say
+*which* guard failed (expected vs actual) when the cache misses -- what ``TORCH_LOGS=recompiles`` prints upstream.
+
+    >>> print(show_guards(fn))              # doctest: +SKIP
+    L['x']           TENSOR_MATCH   Tensor(float32, cpu, shape=[4, 8], stride=[8, 1], requires_grad=False)
+    G['torch']       ID_MATCH       <module 'torch'>
+    (global)         GRAD_MODE      torch.is_grad_enabled() is True
+
+Upstream builds guards in C++ (``torch/_dynamo/guards.py`` + ``guards.cpp``); we keep every check a line of Python.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from .source import Source
+
+
+@dataclasses.dataclass
+class TensorMeta:
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    shape: tuple
+    stride: tuple
+    requires_grad: bool
+
+    @staticmethod
+    def of(t: torch.Tensor) -> "TensorMeta":
+        return TensorMeta(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+
+    def key(self) -> tuple:
+        return (self.type, self.dtype, self.device, self.shape, self.stride, self.requires_grad)
+
+    def __str__(self) -> str:
+        dt = str(self.dtype).replace("torch.", "")
+        return (f"{self.type.__name__}({dt}, {self.device}, shape={list(self.shape)}, "
+                f"stride={list(self.stride)}, requires_grad={self.requires_grad})")
+
+
+def tensor_match(t: Any, meta: TensorMeta) -> bool:
+    return (type(t) is meta.type and t.dtype == meta.dtype and t.device == meta.device
+            and t.shape == meta.shape and t.stride() == meta.stride and t.requires_grad == meta.requires_grad)
+
+
+def no_aliasing(*tensors) -> bool:
+    return len({id(t) for t in tensors}) == len(tensors)
+
+
+@dataclasses.dataclass
+class Guard:
+    """One condition.  ``kind`` uses upstream's names (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, ...)."""
+
+    kind: str
+    source: Source | None
+    expected: Any = None
+    user_frame: traceback.FrameSummary | None = None
+    extra: tuple = ()  # NO_TENSOR_ALIASING: the other sources
+
+    def key(self) -> tuple:
+        return (self.kind, self.source.name() if self.source else None, tuple(s.name() for s in self.extra))
+
+    def name(self) -> str:
+        return self.source.name() if self.source else "(global)"
+
+    def describe_expected(self) -> str:
+        if self.kind == "ID_MATCH":
+            return f"is {short_repr(self.expected)}"
+        if self.kind == "TYPE_MATCH":
+            return f"type is {self.expected.__qualname__}"
+        if self.kind == "EQUALS_MATCH":
+            return f"== {self.expected!r} ({type(self.expected).__name__})"
+        if self.kind in ("LIST_LENGTH",):
+            return f"len == {self.expected}"
+        if self.kind == "DICT_KEYS":
+            return f"keys == {list(self.expected)}"
+        if self.kind == "GRAD_MODE":
+            return f"torch.is_grad_enabled() is {self.expected}"
+        if self.kind == "DEFAULT_DTYPE":
+            return f"torch.get_default_dtype() is {self.expected}"
+        if self.kind == "BUILTIN_NOT_SHADOWED":
+            return f"{self.expected!r} not in G"
+        if self.kind == "NO_TENSOR_ALIASING":
+            return "distinct from " + ", ".join(s.name() for s in self.extra)
+        return str(self.expected)
+
+    def where(self) -> str:
+        if not self.user_frame:
+            return ""
+        fs = self.user_frame
+        return f"{fs.filename.rsplit('/', 1)[-1]}:{fs.lineno} {(fs.line or '').strip()}"
+
+    def __str__(self) -> str:
+        where = self.where()
+        return f"{self.name():<34} {self.kind:<20} {self.describe_expected()}" + (f"   # {where}" if where else "")
+
+
+def short_repr(obj: Any) -> str:
+    r = repr(obj)
+    if len(r) > 60:
+        r = r[:57] + "..."
+    if isinstance(obj, torch.nn.Module):
+        r = f"<{type(obj).__name__} at {id(obj):#x}>"
+    return r
+
+
+class GuardManager:
+    """Compiles a list of guards into one Python function, ``check(L, G) -> bool``."""
+
+    def __init__(self, guards: list[Guard]):
+        self.guards = guards
+        self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
+                                        "___grad_enabled": torch.is_grad_enabled,
+                                        "___default_dtype": torch.get_default_dtype, "sys": sys}
+        self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
+        self.source = self._render()
+        exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)
+        self.check: Callable[[dict, dict], bool] = self.closure["___guard"]
+
+    def _expr(self, k: int, g: Guard) -> str:
+        v = f"___v{k}"
+        self.closure[v] = g.expected
+        s = g.source.name() if g.source else None
+        if g.kind == "TENSOR_MATCH":
+            return f"___tensor_match({s}, {v})"
+        if g.kind in ("ID_MATCH", "NN_MODULE"):
+            return f"{s} is {v}"
+        if g.kind == "TYPE_MATCH":
+            return f"type({s}) is {v}"
+        if g.kind == "EQUALS_MATCH":
+            self.closure[f"___t{k}"] = type(g.expected)
+            return f"type({s}) is ___t{k} and {s} == {v}"
+        if g.kind == "LIST_LENGTH":
+            return f"len({s}) == {v}"
+        if g.kind == "DICT_KEYS":
+            return f"list({s}.keys()) == {v}"
+        if g.kind == "GRAD_MODE":
+            return f"___grad_enabled() is {v}"
+        if g.kind == "DEFAULT_DTYPE":
+            return f"___default_dtype() is {v}"
+        if g.kind == "BUILTIN_NOT_SHADOWED":
+            return f"{v} not in G"
+        if g.kind == "NO_TENSOR_ALIASING":
+            return f"___no_aliasing({', '.join([s] + [o.name() for o in g.extra])})"
+        raise AssertionError(g.kind)
+
+    def _render(self) -> str:
+        lines = ["def ___guard(L, G):", "    try:"]
+        for g, e in zip(self.guards, self.exprs):
+            lines.append(f"        if not ({e}):  # {g.kind}")
+            lines.append("            return False")
+        lines += ["    except Exception:", "        return False", "    return True"]
+        return "\n".join(lines)
+
+    def first_failure(self, f_locals: dict, f_globals: dict) -> str | None:
+        """Why ``check`` failed, in words: the first failing guard, expected vs actual."""
+        scope = dict(self.closure, L=f_locals, G=f_globals)
+        for g, e in zip(self.guards, self.exprs):
+            try:
+                ok = eval(e, scope)
+            except Exception as ex:  # noqa: BLE001 - a guard that raises has failed
+                ok, err = False, ex
+            else:
+                err = None
+            if not ok:
+                return f"{g.name()} {g.kind}: expected {g.describe_expected()}, got {describe_actual(g, scope, err)}"
+        return None
+
+    def __str__(self) -> str:
+        return "\n".join(str(g) for g in self.guards)
+
+
+def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
+    if err is not None:
+        return f"error {type(err).__name__}: {err}"
+    if g.source is None:
+        return "the opposite"
+    try:
+        val = eval(g.source.name(), scope)
+    except Exception as ex:  # noqa: BLE001
+        return f"error {ex}"
+    if g.kind == "TENSOR_MATCH" and isinstance(val, torch.Tensor):
+        return str(TensorMeta.of(val))
+    if g.kind == "TYPE_MATCH":
+        return f"type {type(val).__qualname__}"
+    if g.kind == "LIST_LENGTH":
+        return f"len {len(val)}"
+    if g.kind == "DICT_KEYS":
+        return f"keys {list(val.keys())}"
+    return short_repr(val) + f" ({type(val).__name__})"

@@ -1,0 +1,177 @@
+"""OutputGraph: the FX graph being built for one frame, its inputs, guards and side effects; and compiling it.
+
+While the translator runs, ``OutputGraph`` owns the ``torch.fx.Graph`` (nodes are added through proxies), the list
+of graph inputs with their sources, the fake-tensor mode, the guards and the side effects.  When the frame returns,
+``compile_subgraph`` finishes the graph (outputs, dead-code removal), hands it to the backend, installs the compiled
+function in the frame's globals as ``__compiled_fn_<n>``, and generates the bytecode that calls it and rebuilds the
+return value.  Mirrors ``torch/_dynamo/output_graph.py``.
+"""
+from __future__ import annotations
+
+import operator
+import re
+import time
+import traceback
+import types
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from . import config
+from .exc import unimplemented
+from .guards import Guard, TensorMeta
+from .side_effects import SideEffects
+from .source import ClosureCellSource, LocalSource, Source
+from .utils import counters, unique_id
+from .variables.base import VariableTracker
+from .variables.tensor import TensorVariable
+
+RANDOM_OPS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "dropout",
+              "normal", "multinomial", "randperm", "uniform", "exponential", "poisson", "feature_dropout",
+              "alpha_dropout"}
+
+
+def is_impure(node: torch.fx.Node) -> bool:
+    """A node that must run even if nothing reads its result (in-place ops, grad mode, RNG, profiler)."""
+    t = node.target
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    if node.op not in ("call_function", "call_method"):
+        return node.op in ("placeholder", "output")
+    if name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS:
+        return True
+    if t in (operator.setitem, torch._C._set_grad_enabled) or "profiler" in str(t):
+        return True
+    return any(r in name for r in RANDOM_OPS)
+
+
+_INPLACE_OPERATORS = {getattr(operator, n) for n in dir(operator) if n.startswith("i") and n[1:] in dir(operator)
+                      and n not in ("index", "is_", "is_not", "invert")}
+
+
+class OutputGraph:
+    def __init__(self, f_code: types.CodeType, f_globals: dict, f_locals: dict, compiler_fn: Callable,
+                 export_name: str):
+        self.f_code = f_code
+        self.f_globals = f_globals
+        self.f_locals = f_locals  # the real values: sources are evaluated against them
+        self.compiler_fn = compiler_fn
+        self.graph = torch.fx.Graph()
+        self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
+        self.fake_mode = FakeTensorMode()
+        self.grad_enabled = torch.is_grad_enabled()
+        self.graph_inputs: list[tuple[Source, torch.Tensor, torch.fx.Proxy]] = []
+        self.source_cache: dict[str, VariableTracker] = {}
+        self.tensor_by_id: dict[int, TensorVariable] = {}
+        self.guards: dict[tuple, Guard] = {}
+        self.side_effects = SideEffects()
+        self.root_cells: dict[int, Any] = {}
+        self.export_name = export_name
+        self.current_tx = None
+        self.add_guard("GRAD_MODE", None, self.grad_enabled)
+        self.add_guard("DEFAULT_DTYPE", None, torch.get_default_dtype())
+
+    # --- guards ---------------------------------------------------------------------------------------------
+    def add_guard(self, kind: str, source: Source | None, expected: Any = None, extra: tuple = ()) -> None:
+        g = Guard(kind, source, expected, self.user_frame(), extra)
+        self.guards.setdefault(g.key(), g)
+
+    def user_frame(self) -> traceback.FrameSummary | None:
+        tx = self.current_tx
+        return tx.frame_summary() if tx is not None else None
+
+    def guard_list(self) -> list[Guard]:
+        guards = list(self.guards.values())
+        tensors = [s for s, _, _ in self.graph_inputs]
+        if len(tensors) > 1:
+            guards.append(Guard("NO_TENSOR_ALIASING", tensors[0], None, None, tuple(tensors[1:])))
+        return guards
+
+    # --- graph construction --------------------------------------------------------------------------------
+    def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
+        proxy = self.tracer.create_proxy(kind, target, args, kwargs)
+        tx = self.current_tx
+        if tx is not None:
+            proxy.node.meta["stack_trace"] = "".join(traceback.format_list([tx.frame_summary()]))
+            proxy.node.meta["user_frame"] = tx.frame_summary()
+        return proxy
+
+    def add_graph_input(self, tx, source: Source, value: torch.Tensor) -> TensorVariable:
+        """A tensor read from the frame becomes a placeholder (deduplicated by identity)."""
+        if id(value) in self.tensor_by_id:
+            existing = self.tensor_by_id[id(value)]
+            self.add_guard("ID_MATCH", source, None)  # replaced below: alias guard
+            self.guards.pop(("ID_MATCH", source.name(), ()), None)
+            return existing
+        self.add_guard("TENSOR_MATCH", source, TensorMeta.of(value))
+        name = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_")
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        if first_op is not None:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(name)
+        else:
+            node = self.graph.placeholder(name)
+        proxy = torch.fx.Proxy(node, self.tracer)
+        fake = self.fake_mode.from_tensor(value)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source.name()
+        var = TensorVariable(proxy, fake, source=source)
+        self.graph_inputs.append((source, value, proxy))
+        self.tensor_by_id[id(value)] = var
+        return var
+
+    def remove_node_if_pure(self, node: torch.fx.Node) -> None:
+        if not node.users and not is_impure(node):
+            self.graph.erase_node(node)
+
+    def root_cell_for(self, tx, fn, index: int, cell, source: Source | None):
+        """The tracker for cell ``index`` of a real function's closure (shared by every inlining of it)."""
+        from .variables.builder import VariableBuilder
+        from .variables.functions import CellVariable
+        key = id(cell)
+        if key not in self.root_cells:
+            try:
+                contents = cell.cell_contents
+            except ValueError:
+                contents_vt = None
+            else:
+                if source is None:
+                    unimplemented("a closure of a function with no known source")
+                contents_vt = VariableBuilder(tx, source)(contents)
+            self.root_cells[key] = CellVariable(contents_vt, source=source)
+        return self.root_cells[key]
+
+    # --- compiling ------------------------------------------------------------------------------------------
+    def count_calls(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
+    def dead_code_elimination(self) -> None:
+        for node in reversed(list(self.graph.nodes)):
+            if node.op in ("call_function", "call_method") and not node.users and not is_impure(node):
+                self.graph.erase_node(node)
+
+    def compile_subgraph(self, outputs: list[TensorVariable]) -> tuple[str | None, list[Source]]:
+        """Finish the graph with ``outputs``, compile it, install it; returns (global name, input sources)."""
+        self.graph.output(tuple(o.as_proxy().node for o in outputs))
+        self.dead_code_elimination()
+        for source, value, proxy in list(self.graph_inputs):
+            if not proxy.node.users:
+                self.graph.erase_node(proxy.node)
+                self.graph_inputs.remove((source, value, proxy))
+        if self.count_calls() == 0 and not outputs:
+            return None, []
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph, class_name="GraphModule")
+        gm.meta["user_frame"] = self.f_code.co_name
+        example_inputs = [value for _, value, _ in self.graph_inputs]
+        name = f"__compiled_fn_{unique_id('g').split('_')[-1]}"
+        t0 = time.perf_counter()
+        compiled = self.compiler_fn(gm, example_inputs)
+        self.compile_time = time.perf_counter() - t0
+        self.gm = gm
+        if self.count_calls():
+            counters["stats"]["unique_graphs"] += 1
+        if config.debug >= 1:
+            print(f"[minidynamo] graph {name} for {self.f_code.co_name}:\n{gm.print_readable(print_output=False)}")
+        self.f_globals[name] = compiled
+        return name, [s for s, _, _ in self.graph_inputs]

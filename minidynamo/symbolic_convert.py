@@ -1,0 +1,620 @@
+"""Symbolic execution of bytecode: one handler per opcode, over a stack of VariableTrackers.
+
+In:  a code object, its globals, and trackers for its arguments.  Out: an FX graph (in ``OutputGraph``) and, for the
+root frame, the instructions of the transformed code.  The translator is a small interpreter: ``step`` fetches the
+next instruction and calls the method named exactly like the opcode (``LOAD_FAST``, ``BINARY_OP``, ``CALL``...).  Where
+CPython would compute a value, the handler asks the trackers what the value *would be*; tensor operations become FX
+nodes.  Calls to user functions are inlined by a nested ``InliningInstructionTranslator``.
+
+    def f(x):               LOAD_FAST x        -> stack [TensorVariable(x)]
+        return x.sin() + 1  LOAD_ATTR sin      -> stack [NULL, BoundMethod(x.sin)]
+                            CALL 0             -> graph: sin = x.sin()
+                            LOAD_CONST 1; BINARY_OP + -> graph: add = sin + 1
+                            RETURN_VALUE       -> compile the graph, emit the transformed code
+
+Each handler's opcode is documented at https://docs.python.org/3/library/dis.html (3.11 and 3.12 differ: PRECALL,
+LOAD_METHOD and KW_NAMES vs. the method bit of LOAD_ATTR, RETURN_CONST, BINARY_SLICE, END_FOR ...; ``dis``
+normalises jump targets and names so most handlers are shared).  Mirrors ``torch/_dynamo/symbolic_convert.py``.
+"""
+from __future__ import annotations
+
+import dis
+import importlib
+import inspect
+import linecache
+import operator
+import sys
+import traceback
+import types
+from typing import Any
+
+from . import config
+from .bytecode_transformation import PY312, Instruction, decode, offset_index
+from .exc import Unsupported, unimplemented
+from .source import GlobalSource, ImportSource, ModuleGlobalSource
+from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ContextManagerVariable, DictVariable,
+                        ListIteratorVariable, ListVariable, NestedUserFunctionVariable, NullVariable,
+                        PythonModuleVariable, SetVariable, SliceVariable, TupleVariable, VariableBuilder,
+                        VariableTracker, WithExitFunctionVariable, wrap_constant_result)
+from .variables.builder import LazyVariableTracker
+from .variables.builtin import binary_op, compare_op, contains, is_op, unary_op
+from .variables.constant import BINARY_OPS, COMPARE_OPS
+from .variables.tensor import TensorVariable
+from .variables.user_defined import SuperVariable, UserDefinedObjectVariable
+
+GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
+
+
+class InstructionTranslatorBase:
+    def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
+                 parent: "InstructionTranslatorBase | None" = None):
+        self.f_code = f_code
+        self.f_globals = f_globals
+        self.symbolic_locals: dict[str, Any] = symbolic_locals
+        self.cells: dict[str, CellVariable] = cells
+        self.output = output
+        self.parent = parent
+        self.instructions: list[Instruction] = decode(f_code)
+        self.index_of = offset_index(self.instructions)
+        self.stack: list[VariableTracker] = []
+        self.ip = 0
+        self.lineno = f_code.co_firstlineno
+        self.kw_names: tuple = ()
+        self.done = False
+        self.current_instruction: Instruction | None = None
+
+    # --- where we are -------------------------------------------------------------------------------------
+    def frame_summary(self) -> traceback.FrameSummary:
+        line = linecache.getline(self.f_code.co_filename, self.lineno).strip()
+        return traceback.FrameSummary(self.f_code.co_filename, self.lineno, self.f_code.co_name, line=line,
+                                      lookup_line=False)
+
+    def user_stack(self) -> list[traceback.FrameSummary]:
+        frames, tx = [], self
+        while tx is not None:
+            frames.append(tx.frame_summary())
+            tx = tx.parent
+        return list(reversed(frames))
+
+    def eval_source(self, source) -> Any:
+        return source.get_value(self.output.f_locals, self.output.f_globals)
+
+    # --- the loop -----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        while not self.done:
+            self.step()
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        self.current_instruction = inst
+        self.ip += 1
+        if inst.lineno is not None:
+            self.lineno = inst.lineno
+        self.output.current_tx = self
+        if config.debug >= 4:
+            print(f"[minidynamo] {'  ' * self.depth()}{inst!r:<50} stack={self.stack}")
+        handler = getattr(self, inst.opname, None)
+        try:
+            if handler is None:
+                unimplemented(f"opcode {inst.opname} is not supported", "rewrite this line with simpler Python")
+            handler(inst)
+        except Unsupported as e:
+            if not e.user_stack:
+                e.user_stack = self.user_stack()
+            raise
+
+    def depth(self) -> int:
+        return 0 if self.parent is None else 1 + self.parent.depth()
+
+    # --- stack helpers --------------------------------------------------------------------------------------
+    def push(self, v: VariableTracker) -> None:
+        self.stack.append(v)
+
+    def pop(self) -> VariableTracker:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def jump(self, inst: Instruction) -> None:
+        self.ip = self.index_of[inst.argval]
+
+    # --- trivial opcodes ---------------------------------------------------------------------------------------
+    def NOP(self, inst): pass
+    RESUME = CACHE = PRECALL = EXTENDED_ARG = COPY_FREE_VARS = NOP
+
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        self.push(NullVariable())
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    # --- locals, cells, globals ---------------------------------------------------------------------------
+    def LOAD_CONST(self, inst):
+        value = inst.argval
+        self.push(ConstantVariable(value) if isinstance(value, types.CodeType) else wrap_constant_result(value))
+
+    def RETURN_CONST(self, inst):  # 3.12
+        self.LOAD_CONST(inst)
+        self.RETURN_VALUE(inst)
+
+    def LOAD_FAST(self, inst):
+        name = inst.argval
+        if name not in self.symbolic_locals:
+            unimplemented(f"local variable {name!r} referenced before assignment",
+                          "the frame runs eagerly so Python raises UnboundLocalError")
+        value = self.symbolic_locals[name]
+        if isinstance(value, LazyVariableTracker):
+            value = self.symbolic_locals[name] = value.realize(self)
+        self.push(value)
+
+    LOAD_FAST_CHECK = LOAD_FAST
+
+    def LOAD_FAST_AND_CLEAR(self, inst):  # 3.12 inlined comprehensions save the outer binding
+        value = self.symbolic_locals.pop(inst.argval, None)
+        if isinstance(value, LazyVariableTracker):
+            value = value.realize(self)
+        self.push(value if value is not None else NullVariable())
+
+    def STORE_FAST(self, inst):
+        value = self.pop()
+        if isinstance(value, NullVariable):
+            self.symbolic_locals.pop(inst.argval, None)
+        else:
+            self.symbolic_locals[inst.argval] = value
+
+    def DELETE_FAST(self, inst):
+        self.symbolic_locals.pop(inst.argval, None)
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        if name not in self.cells:
+            self.cells[name] = CellVariable(self.symbolic_locals.pop(name, None))
+
+    def LOAD_CLOSURE(self, inst):
+        self.push(self.cells[inst.argval])
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if isinstance(cell.value, LazyVariableTracker):
+            cell.value = cell.value.realize(self)
+        self.push(cell.get())
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            unimplemented(f"assigning to the enclosing function's variable {inst.argval!r} (nonlocal)",
+                          "return the new value instead of assigning a nonlocal")
+        cell.set(self.pop())
+
+    def DELETE_DEREF(self, inst):
+        self.cells[inst.argval].value = None
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:
+            self.push(NullVariable())
+        self.push(self.load_global(inst.argval))
+
+    def load_global(self, name: str) -> VariableTracker:
+        root = self.f_globals is self.output.f_globals
+        if root and name in self.output.side_effects.global_stores:
+            return self.output.side_effects.global_stores[name]
+        if name in self.f_globals:
+            return VariableBuilder(self, self.global_source(name))(self.f_globals[name])
+        builtins_dict = self.f_globals.get("__builtins__", __builtins__)
+        builtins_dict = getattr(builtins_dict, "__dict__", builtins_dict)
+        if name not in builtins_dict:
+            unimplemented(f"name {name!r} is not defined", "the frame runs eagerly so Python raises NameError")
+        if root:
+            self.output.add_guard("BUILTIN_NOT_SHADOWED", None, name)
+        value = builtins_dict[name]
+        if isinstance(value, type) and issubclass(value, BaseException) or not callable(value):
+            return wrap_constant_result(value)
+        return BuiltinVariable(value)
+
+    def global_source(self, name: str):
+        if self.f_globals is self.output.f_globals:
+            return GlobalSource(name)
+        module_name = self.f_globals.get("__name__")
+        module = sys.modules.get(module_name)
+        if module is None or module.__dict__ is not self.f_globals:
+            unimplemented(f"globals of a function not defined in an importable module ({module_name})")
+        return ModuleGlobalSource(module_name, name)
+
+    def STORE_GLOBAL(self, inst):
+        if self.f_globals is not self.output.f_globals:
+            unimplemented("assigning a global of another module", "return the value and assign it outside")
+        self.output.side_effects.store_global(inst.argval, self.pop())
+
+    # --- attributes -----------------------------------------------------------------------------------------
+    def LOAD_ATTR(self, inst):
+        obj = self.pop()
+        if PY312 and inst.arg & 1:  # method form: [NULL, attribute] (we never split off self)
+            self.push(NullVariable())
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst):  # 3.11
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(obj.var_getattr(self, inst.argval))
+
+    def STORE_ATTR(self, inst):
+        obj = self.pop()
+        value = self.pop()
+        self.store_attr(obj, inst.argval, value)
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        from .variables.nn_module import NNModuleVariable
+        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
+            if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable):
+                unimplemented("assigning a tensor attribute on a module", "keep the tensor in a local")
+            self.output.side_effects.store_attr(obj, name, value)
+            return
+        unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+
+    def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name
+        self_vt = self.pop()
+        cls_vt = self.pop()
+        self.pop()  # the global `super`
+        attr = SuperVariable(cls_vt.as_python_constant(), self_vt).var_getattr(self, inst.argval)
+        if inst.arg & 1:
+            self.push(NullVariable())
+        self.push(attr)
+
+    # --- operators ------------------------------------------------------------------------------------------
+    def BINARY_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        self.push(binary_op(self, BINARY_OPS[inst.argrepr], a, b))
+
+    def COMPARE_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        op = inst.argval if isinstance(inst.argval, str) else dis.cmp_op[inst.arg >> 4]
+        self.push(compare_op(self, COMPARE_OPS[op.replace("bool(", "").rstrip(")")], a, b))
+
+    def IS_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        self.push(ConstantVariable(is_op(self, a, b) != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container = self.pop()
+        item = self.pop()
+        result = container.call_method(self, "__contains__", [item], {})
+        self.push(ConstantVariable(result.as_python_constant() != bool(inst.arg)))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(unary_op(self, operator.neg, self.pop()))
+
+    def UNARY_POSITIVE(self, inst):
+        self.push(unary_op(self, operator.pos, self.pop()))
+
+    def UNARY_INVERT(self, inst):
+        self.push(unary_op(self, operator.invert, self.pop()))
+
+    def UNARY_NOT(self, inst):
+        v = self.pop()
+        if isinstance(v, TensorVariable):
+            v.truth(self)
+        self.push(ConstantVariable(not v.truth(self)))
+
+    def BINARY_SUBSCR(self, inst):
+        index = self.pop()
+        obj = self.pop()
+        self.push(obj.call_method(self, "__getitem__", [index], {}))
+
+    def STORE_SUBSCR(self, inst):
+        index = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        obj.call_method(self, "__setitem__", [index, value], {})
+
+    def DELETE_SUBSCR(self, inst):
+        index = self.pop()
+        obj = self.pop()
+        obj.call_method(self, "__delitem__", [index], {})
+
+    def BINARY_SLICE(self, inst):  # 3.12
+        end = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        self.push(obj.call_method(self, "__getitem__", [SliceVariable([start, end])], {}))
+
+    def STORE_SLICE(self, inst):  # 3.12
+        end = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        obj.call_method(self, "__setitem__", [SliceVariable([start, end]), value], {})
+
+    def CALL_INTRINSIC_1(self, inst):  # 3.12
+        if inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
+            self.push(TupleVariable(self.pop().unpack_var_sequence(self)))
+        elif inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
+            self.UNARY_POSITIVE(inst)
+        else:
+            unimplemented(f"intrinsic {inst.argrepr}")
+
+    def LIST_TO_TUPLE(self, inst):  # 3.11
+        self.push(TupleVariable(self.pop().unpack_var_sequence(self)))
+
+    # --- building containers ----------------------------------------------------------------------------------
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst):
+        self.push(SetVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        items = self.popn(2 * inst.arg)
+        d = DictVariable({})
+        for k, v in zip(items[::2], items[1::2]):
+            d._m_setitem(self, k, v)
+        self.push(d)
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(DictVariable(dict(zip(keys, values))))
+
+    def BUILD_SLICE(self, inst):
+        self.push(SliceVariable(self.popn(inst.arg)))
+
+    def BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def FORMAT_VALUE(self, inst):
+        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
+        value = self.pop()
+        if isinstance(value, TensorVariable) or not value.is_python_constant():
+            unimplemented(f"formatting {value.describe()} in an f-string", "format only Python constants")
+        v = value.as_python_constant()
+        v = {0: v, 1: str(v) if (inst.arg & 3) == 1 else v, 2: repr(v), 3: ascii(v)}[inst.arg & 3]
+        self.push(ConstantVariable(format(v, spec)))
+
+    def LIST_APPEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.append(v)
+
+    def LIST_EXTEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.extend(v.unpack_var_sequence(self))
+
+    def SET_ADD(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].call_method(self, "add", [v], {})
+
+    def SET_UPDATE(self, inst):
+        v = self.pop()
+        for item in v.unpack_var_sequence(self):
+            self.stack[-inst.arg].call_method(self, "add", [item], {})
+
+    def MAP_ADD(self, inst):
+        v = self.pop()
+        k = self.pop()
+        self.stack[-inst.arg]._m_setitem(self, k, v)
+
+    def DICT_UPDATE(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg]._m_update(self, v)
+
+    DICT_MERGE = DICT_UPDATE
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack_var_sequence(self)
+        if len(items) != inst.arg:
+            unimplemented(f"unpacking {len(items)} values into {inst.arg} names",
+                          "the frame runs eagerly so Python raises ValueError")
+        self.stack.extend(reversed(items))
+
+    def UNPACK_EX(self, inst):
+        items = self.pop().unpack_var_sequence(self)
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        if len(items) < before + after:
+            unimplemented("not enough values to unpack")
+        middle = ListVariable(items[before:len(items) - after])
+        result = items[:before] + [middle] + items[len(items) - after:]
+        self.stack.extend(reversed(result))
+
+    # --- control flow --------------------------------------------------------------------------------------
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_ABSOLUTE = JUMP = JUMP_FORWARD
+
+    def _pop_jump(self, inst, jump_if: bool):
+        cond = self.pop()
+        if cond.truth(self) == jump_if:
+            self.jump(inst)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        self._pop_jump(inst, True)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        self._pop_jump(inst, False)
+
+    def _pop_jump_none(self, inst, jump_if_none: bool):
+        v = self.pop()
+        is_none = isinstance(v, ConstantVariable) and v.value is None
+        if is_none == jump_if_none:
+            self.jump(inst)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        self._pop_jump_none(inst, True)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        self._pop_jump_none(inst, False)
+
+    POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_IF_TRUE  # 3.11
+    POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_IF_FALSE
+    POP_JUMP_FORWARD_IF_NONE = POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_IF_NONE
+    POP_JUMP_FORWARD_IF_NOT_NONE = POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):  # 3.11
+        if self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11
+        if not self.stack[-1].truth(self):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def GET_ITER(self, inst):
+        obj = self.pop()
+        if isinstance(obj, ListIteratorVariable):
+            self.push(obj)
+        else:
+            self.push(ListIteratorVariable(obj.unpack_var_sequence(self)))
+
+    def FOR_ITER(self, inst):
+        it = self.stack[-1]
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"iterating over {it.describe()}")
+        item = it.next_variable(self)
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst)
+        if PY312:  # CPython 3.12 jumps past the END_FOR that the target names
+            self.ip += 1
+
+    def END_FOR(self, inst):  # 3.12
+        self.popn(2)
+
+    # --- calls --------------------------------------------------------------------------------------------
+    def KW_NAMES(self, inst):
+        self.kw_names = self.f_code.co_consts[inst.arg]
+
+    def CALL(self, inst):
+        args = self.popn(inst.arg)
+        second = self.pop()
+        first = self.pop()
+        fn, args = (second, args) if isinstance(first, NullVariable) else (first, [second, *args])
+        kwargs = {}
+        if self.kw_names:
+            n = len(self.kw_names)
+            kwargs = dict(zip(self.kw_names, args[len(args) - n:]))
+            args = args[:len(args) - n]
+            self.kw_names = ()
+        self.push(self.call_function(fn, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs_vt = self.pop() if inst.arg & 1 else DictVariable({})
+        args_vt = self.pop()
+        fn = self.pop()
+        null = self.pop()
+        if not isinstance(null, NullVariable):
+            self.push(null)
+        if not isinstance(kwargs_vt, DictVariable):
+            unimplemented(f"**kwargs from {kwargs_vt.describe()}")
+        self.push(self.call_function(fn, args_vt.unpack_var_sequence(self), dict(kwargs_vt.items)))
+
+    def call_function(self, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
+        if isinstance(fn, BuiltinVariable) and fn.fn is super and not args:
+            return SuperVariable.from_call(self, args)
+        return fn.call_function(self, args, kwargs)
+
+    def MAKE_FUNCTION(self, inst):
+        code = self.pop().as_python_constant()
+        closure = self.pop() if inst.arg & 0x08 else None
+        if inst.arg & 0x04:
+            self.pop()  # annotations
+        kwdefaults = self.pop() if inst.arg & 0x02 else None
+        defaults = self.pop() if inst.arg & 0x01 else None
+        self.push(NestedUserFunctionVariable(code, self.f_globals, defaults, kwdefaults, closure, code.co_qualname))
+
+    def inline_user_function(self, fn_vt, args: list, kwargs: dict) -> VariableTracker:
+        code = fn_vt.get_code()
+        real = getattr(fn_vt, "fn", None)
+        if getattr(real, "_minidynamo_graph_break", False):
+            unimplemented("minidynamo.graph_break() was called", "remove the call to trace one graph")
+        if getattr(real, "_minidynamo_disable", False):
+            unimplemented(f"{real.__qualname__} is marked minidynamo.disable", "it runs eagerly")
+        if code.co_flags & GENERATOR_FLAGS:
+            unimplemented(f"calling generator/coroutine function {code.co_name}", "use a list instead of yield")
+        if self.depth() >= config.max_inline_depth:
+            unimplemented(f"inlining deeper than {config.max_inline_depth} calls (recursion?)")
+        bound, cells = fn_vt.bind(self, args, kwargs)
+        tx = InliningInstructionTranslator(code, fn_vt.get_globals(), bound, cells, self.output, parent=self)
+        return tx.run_inline()
+
+    # --- with blocks ----------------------------------------------------------------------------------------
+    def BEFORE_WITH(self, inst):
+        ctx = self.pop()
+        if not isinstance(ctx, ContextManagerVariable):
+            unimplemented(f"`with` on {ctx.describe()}",
+                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are traced")
+        self.push(WithExitFunctionVariable(ctx))
+        self.push(ctx.enter(self))
+
+    # --- imports, assertions, unsupported -----------------------------------------------------------------------
+    def IMPORT_NAME(self, inst):
+        fromlist = self.pop().as_python_constant()
+        level = self.pop().as_python_constant()
+        module = importlib.__import__(inst.argval, self.f_globals, None, fromlist, level)
+        self.push(PythonModuleVariable(module, source=ImportSource(module.__name__)))
+
+    def IMPORT_FROM(self, inst):
+        self.push(self.stack[-1].var_getattr(self, inst.argval))
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        self.push(wrap_constant_result(AssertionError))
+
+    def RAISE_VARARGS(self, inst):
+        unimplemented("raising an exception while tracing", "the frame runs eagerly so Python raises it")
+
+    def RETURN_GENERATOR(self, inst):
+        unimplemented("generator functions are not traced", "return a list instead of yielding")
+
+    def RETURN_VALUE(self, inst):
+        raise NotImplementedError
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """The root frame's translator: at RETURN_VALUE it compiles the graph and produces the transformed code."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.output_instructions: list | None = None
+
+    def RETURN_VALUE(self, inst):
+        from .convert_frame import compile_and_return
+        self.output_instructions = compile_and_return(self, self.pop())
+        self.done = True
+
+
+class InliningInstructionTranslator(InstructionTranslatorBase):
+    """Runs a callee's bytecode against the caller's graph; its RETURN_VALUE just hands back the tracker."""
+
+    def run_inline(self) -> VariableTracker:
+        self.return_value = None
+        self.run()
+        self.output.current_tx = self.parent
+        return self.return_value
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+        self.done = True
+
+    def STORE_GLOBAL(self, inst):
+        unimplemented("assigning a global inside an inlined function", "return the value instead")

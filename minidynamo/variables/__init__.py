@@ -1,0 +1,18 @@
+"""VariableTrackers: one class per kind of Python value the translator understands (see ``base.py``)."""
+from .base import BoundMethodVariable, NotConstant, NullVariable, VariableTracker
+from .builder import VariableBuilder, wrap_constant_result
+from .builtin import BuiltinVariable
+from .constant import ConstantVariable
+from .ctx_manager import ContextManagerVariable, WithExitFunctionVariable
+from .dicts import DictVariable, SetVariable
+from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
+from .lists import (ListIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable,
+                    SliceVariable, TupleVariable)
+from .misc import PythonModuleVariable
+from .nn_module import NNModuleVariable
+from .tensor import TensorVariable
+from .torch import TorchVariable
+from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+
+__all__ = [n for n in dir() if n.endswith("Variable") or n in ("VariableTracker", "VariableBuilder", "NotConstant",
+                                                                 "wrap_constant_result")]

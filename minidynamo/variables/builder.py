@@ -1,0 +1,160 @@
+"""VariableBuilder: turn a real Python value read from the frame (with its ``Source``) into a tracker + guards.
+
+This is where guards are born: a tensor input gets TENSOR_MATCH and becomes a graph placeholder; an int gets
+EQUALS_MATCH and is folded as a constant; a function, module or class gets ID_MATCH; a list gets TYPE_MATCH and
+LIST_LENGTH and its items are wrapped one by one.  Mirrors ``VariableBuilder`` in
+``torch/_dynamo/variables/builder.py``.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import enum
+import types
+from typing import Any
+
+import torch
+
+from ..source import AttrSource, GetItemSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_value
+from .dicts import DictVariable, SetVariable
+from .lists import ListVariable, NamedTupleVariable, RangeVariable, SliceVariable, TupleVariable
+
+
+# C functions of these modules are pure over Python values: folded over constants, operators dispatched.
+PURE_C_MODULES = ("builtins", "math", "_operator", "operator", "itertools", "functools", "_functools", "cmath")
+
+
+class LazyVariableTracker:
+    """An input not looked at yet: wrapped (and guarded) only when the code first reads it."""
+
+    def __init__(self, source: Source, value: Any):
+        self.source = source
+        self.value = value
+
+    def realize(self, tx) -> VariableTracker:
+        return VariableBuilder(tx, self.source)(self.value)
+
+
+class VariableBuilder:
+    def __init__(self, tx, source: Source):
+        self.tx = tx
+        self.source = source
+
+    def __call__(self, value: Any) -> VariableTracker:
+        cache = self.tx.output.source_cache
+        key = self.source.name()
+        if key not in cache:
+            cache[key] = self._wrap(value)
+        return cache[key]
+
+    def guard(self, kind: str, expected: Any = None) -> None:
+        self.tx.output.add_guard(kind, self.source, expected)
+
+    def _wrap(self, value: Any) -> VariableTracker:
+        from .ctx_manager import wrap_context_manager_class
+        from .functions import UserFunctionVariable
+        from .misc import PythonModuleVariable
+        from .nn_module import NNModuleVariable
+        from .torch import is_torch_callable, TorchVariable
+        from .builtin import BuiltinVariable
+        from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+
+        src = self.source
+        if isinstance(value, torch.Tensor):
+            return self.tx.output.add_graph_input(self.tx, src, value)
+        if is_constant_value(value) and not isinstance(value, enum.Enum):
+            self.guard("EQUALS_MATCH", value)
+            return ConstantVariable(value, source=src)
+        if isinstance(value, torch.nn.Module):
+            self.guard("NN_MODULE", value)
+            return NNModuleVariable(value, source=src)
+        if type(value) in (list, tuple) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            self.guard("TYPE_MATCH", type(value))
+            self.guard("LIST_LENGTH", len(value))
+            items = [VariableBuilder(self.tx, GetItemSource(src, i))(v) for i, v in enumerate(value)]
+            if type(value) is list:
+                return ListVariable(items, source=src)
+            if type(value) is tuple:
+                return TupleVariable(items, source=src)
+            return NamedTupleVariable(items, type(value), source=src)
+        if type(value) is dict:
+            self.guard("TYPE_MATCH", dict)
+            self.guard("DICT_KEYS", list(value.keys()))
+            if not all(is_constant_value(k) for k in value):
+                from ..exc import unimplemented
+                unimplemented("a dict input with non-constant keys")
+            return DictVariable({k: VariableBuilder(self.tx, GetItemSource(src, k))(v) for k, v in value.items()},
+                                source=src)
+        if isinstance(value, (set, frozenset)) and all(is_constant_value(v) for v in value):
+            self.guard("EQUALS_MATCH", value)
+            return SetVariable([ConstantVariable(v) for v in value], source=src)
+        if isinstance(value, range):
+            self.guard("EQUALS_MATCH", value)
+            return RangeVariable(value, source=src)
+        if isinstance(value, slice):
+            self.guard("EQUALS_MATCH", value)
+            return SliceVariable([ConstantVariable(v) for v in (value.start, value.stop, value.step)], source=src)
+        if isinstance(value, enum.Enum):
+            self.guard("ID_MATCH", value)
+            return ConstantVariable(value, source=src)
+        if isinstance(value, types.ModuleType):
+            self.guard("ID_MATCH", value)
+            return PythonModuleVariable(value, source=src)
+        unwrapped = unwrap_compiled(value)
+        if isinstance(unwrapped, types.FunctionType):
+            self.guard("ID_MATCH", value)
+            return UserFunctionVariable(unwrapped, source=src)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            self.guard("ID_MATCH", value.__func__)
+            from .functions import UserMethodVariable
+            obj = VariableBuilder(self.tx, AttrSource(src, "__self__"))(value.__self__)
+            return UserMethodVariable(value.__func__, obj, source=src)
+        if isinstance(value, type):
+            self.guard("ID_MATCH", value)
+            ctx = wrap_context_manager_class(value, src)
+            return ctx or UserDefinedClassVariable(value, source=src)
+        if is_torch_callable(value):
+            self.guard("ID_MATCH", value)
+            return TorchVariable(value, source=src)
+        if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) and \
+                getattr(value, "__module__", None) in PURE_C_MODULES:
+            self.guard("ID_MATCH", value)
+            return BuiltinVariable(value, source=src)
+        self.guard("TYPE_MATCH", type(value))
+        return UserDefinedObjectVariable(value, source=src)
+
+
+def unwrap_compiled(fn):
+    """A function already wrapped by ``minicompile`` is traced through (its original code is inlined)."""
+    return getattr(fn, "_minidynamo_orig", fn)
+
+
+def wrap_constant_result(value: Any) -> VariableTracker:
+    """Wrap a value computed at trace time from constants (no source, no guard)."""
+    if isinstance(value, torch.Size):
+        from .lists import SizeVariable
+        return SizeVariable([ConstantVariable(int(v)) for v in value])
+    if type(value) is tuple:
+        return TupleVariable([wrap_constant_result(v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if type(value) is dict:
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    if isinstance(value, range):
+        return RangeVariable(value)
+    if isinstance(value, slice):
+        return SliceVariable([ConstantVariable(v) for v in (value.start, value.stop, value.step)])
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return NamedTupleVariable([wrap_constant_result(v) for v in value], type(value))
+    if isinstance(value, (set, frozenset)):
+        return SetVariable([ConstantVariable(v) for v in value])
+    if is_constant_value(value) or isinstance(value, enum.Enum):
+        return ConstantVariable(value)
+    if isinstance(value, type):
+        from .user_defined import UserDefinedClassVariable
+        return UserDefinedClassVariable(value)
+    if dataclasses.is_dataclass(value) or True:
+        from .user_defined import UserDefinedObjectVariable
+        return UserDefinedObjectVariable(value, source=None, is_constant=True)

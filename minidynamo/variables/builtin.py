@@ -1,0 +1,347 @@
+"""Python builtins (``len``, ``isinstance``, ``range``, ``zip``, ``min``, ...) and operators (``+``, ``<``, ``is``).
+
+``BuiltinVariable(fn).call_function`` dispatches to a ``call_<name>`` handler when one exists, otherwise folds the
+builtin over Python constants.  ``binary_op``/``compare_op`` implement operators for every tracker: an operand that
+is a tensor makes the operation an FX node; constants are folded; containers follow Python's rules.
+Mirrors ``torch/_dynamo/variables/builtin.py``.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any, Callable
+
+from ..exc import unimplemented
+from .base import NotConstant, VariableTracker
+from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
+from .dicts import DictVariable, SetVariable
+from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
+from .tensor import TensorVariable, call_graph_op
+
+UNTRACEABLE = {print: "`print` writes to stdout (a side effect the graph cannot hold)",
+               input: "`input` reads from stdin", open: "`open` touches files", id: "`id` of a traced value",
+               breakpoint: "`breakpoint`", exec: "`exec`", eval: "`eval`"}
+
+
+def identity_value(v: VariableTracker) -> Any:
+    """What ``is`` compares: the real object where the tracker wraps one, else the tracker itself."""
+    if isinstance(v, ConstantVariable):
+        return v.value
+    for attr in ("value", "module", "fn"):
+        if hasattr(v, attr) and not isinstance(v, (TensorVariable, BaseListVariable, DictVariable)):
+            return getattr(v, attr)
+    return v
+
+
+def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    if a is b:
+        return True
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() == b.as_python_constant()
+    return identity_value(a) is identity_value(b)
+
+
+def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
+    if isinstance(x, TensorVariable) or any(isinstance(i, TensorVariable) for i in items):
+        if all(i is not x for i in items):
+            unimplemented("`in` with tensors compares values", "compare indices or use torch.isin")
+        return ConstantVariable(True)
+    return ConstantVariable(any(identical_or_equal(tx, i, x) for i in items))
+
+
+def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        result = call_graph_op(tx, "call_function", op, [a, b], {})
+        if op.__name__.startswith("i") and isinstance(a, TensorVariable) and op is not operator.is_:
+            return a  # x += y mutates x and returns it
+        return result
+    if a.is_python_constant() and b.is_python_constant() and not isinstance(a, ListVariable):
+        return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
+    if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and op in (operator.add, operator.iadd):
+        if op is operator.iadd and isinstance(a, ListVariable):
+            return a.call_method(tx, "__iadd__", [b], {})
+        if a.python_type() is not b.python_type() and not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
+            unimplemented(f"can only concatenate {a.python_type().__name__} to the same type")
+        return type(a)(a.items + b.items) if type(a) in (ListVariable, TupleVariable) else TupleVariable(a.items + b.items)
+    if isinstance(a, BaseListVariable) and b.is_python_constant() and op in (operator.mul, operator.imul):
+        return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items * b.as_python_constant())
+    if isinstance(a, DictVariable) and isinstance(b, DictVariable) and op in (operator.or_,):
+        return DictVariable({**a.items, **b.items})
+    from .user_defined import UserDefinedObjectVariable
+    if isinstance(a, UserDefinedObjectVariable):
+        dunder = f"__{op.__name__.strip('_')}__"
+        return a.call_method(tx, dunder, [b], {})
+    unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+
+def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return call_graph_op(tx, "call_function", op, [a, b], {})
+    try:
+        return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
+    except NotConstant:
+        pass
+    if op in (operator.eq, operator.ne):
+        same = identical_or_equal(tx, a, b)
+        return ConstantVariable(same if op is operator.eq else not same)
+    unimplemented(f"comparison {op.__name__} of {a.describe()} and {b.describe()}")
+
+
+def is_op(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return a is b
+    return identity_value(a) is identity_value(b)
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn: Callable, **kw):
+        super().__init__(**kw)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def describe(self):
+        return f"builtin {getattr(self.fn, '__name__', self.fn)}"
+
+    def _repr_body(self):
+        return getattr(self.fn, "__name__", repr(self.fn))
+
+    def reconstruct(self, codegen):
+        if self.source is not None:
+            return super().reconstruct(codegen)
+        codegen.load_const_object(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in UNTRACEABLE:
+            unimplemented(UNTRACEABLE[fn], "move it outside the compiled function, or accept a graph break")
+        name = getattr(fn, "__name__", "")
+        handler = getattr(self, f"call_{name}", None) if getattr(builtins, name, None) is fn else None
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if fn in OPERATOR_HANDLERS:
+            return OPERATOR_HANDLERS[fn](tx, *args)
+        if fn in MATH_ON_TENSORS and any(isinstance(a, TensorVariable) for a in args):
+            unimplemented(f"math.{name} on a tensor reads its value", "use the torch function instead")
+        try:
+            a = [x.as_python_constant() for x in args]
+            k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        except NotConstant:
+            unimplemented(f"builtin {name}() with arguments {[x.describe() for x in args]}")
+        return fold(tx, fn, a, k)
+
+    # --- handlers: return None to fall back to constant folding --------------------------------------------
+    def call_len(self, tx, obj):
+        return obj.call_method(tx, "__len__", [], {})
+
+    def call_isinstance(self, tx, obj, classes):
+        cls = classes.as_python_constant()
+        try:
+            t = obj.python_type()
+        except Exception:  # noqa: BLE001
+            unimplemented(f"isinstance on {obj.describe()}")
+        if isinstance(obj, TensorVariable) and t is not None:
+            import torch
+            t = type(obj.example_value) if not isinstance(obj.example_value, torch._subclasses.FakeTensor) else t
+        return ConstantVariable(issubclass(t, cls) if isinstance(cls, type) else any(issubclass(t, c) for c in cls))
+
+    def call_type(self, tx, obj):
+        from .user_defined import UserDefinedClassVariable
+        return UserDefinedClassVariable(obj.python_type())
+
+    def call_range(self, tx, *args):
+        return RangeVariable(range(*[a.as_python_constant() for a in args]))
+
+    def call_slice(self, tx, *args):
+        return SliceVariable(list(args))
+
+    def call_iter(self, tx, obj):
+        if isinstance(obj, ListIteratorVariable):
+            return obj
+        return ListIteratorVariable(obj.unpack_var_sequence(tx))
+
+    def call_next(self, tx, it, default=None):
+        if not isinstance(it, ListIteratorVariable):
+            unimplemented(f"next() on {it.describe()}")
+        item = it.next_variable(tx)
+        if item is None:
+            if default is None:
+                unimplemented("StopIteration raised by next() while tracing")
+            return default
+        return item
+
+    def call_enumerate(self, tx, iterable, start=None):
+        s = start.as_python_constant() if start else 0
+        items = iterable.unpack_var_sequence(tx)
+        return ListIteratorVariable([TupleVariable([ConstantVariable(s + k), v]) for k, v in enumerate(items)])
+
+    def call_zip(self, tx, *iterables, strict=None):
+        seqs = [it.unpack_var_sequence(tx) for it in iterables]
+        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*seqs)])
+
+    def call_map(self, tx, fn, *iterables):
+        seqs = [it.unpack_var_sequence(tx) for it in iterables]
+        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*seqs)])
+
+    def call_filter(self, tx, fn, iterable):
+        items = iterable.unpack_var_sequence(tx)
+        if isinstance(fn, ConstantVariable) and fn.value is None:
+            return ListIteratorVariable([i for i in items if i.truth(tx)])
+        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truth(tx)])
+
+    def call_reversed(self, tx, seq):
+        return ListIteratorVariable(list(reversed(seq.unpack_var_sequence(tx))))
+
+    def call_list(self, tx, iterable=None):
+        return ListVariable(iterable.unpack_var_sequence(tx) if iterable else [])
+
+    def call_tuple(self, tx, iterable=None):
+        return TupleVariable(iterable.unpack_var_sequence(tx) if iterable else [])
+
+    def call_set(self, tx, iterable=None):
+        return SetVariable(iterable.unpack_var_sequence(tx) if iterable else [])
+
+    def call_dict(self, tx, arg=None, **kwargs):
+        d = DictVariable({})
+        d._m_update(tx, arg, **kwargs)
+        return d
+
+    def call_sorted(self, tx, iterable, key=None, reverse=None):
+        lst = ListVariable(iterable.unpack_var_sequence(tx))
+        lst._m_sort(tx, key, reverse)
+        return lst
+
+    def call_sum(self, tx, iterable, start=None):
+        total = start or ConstantVariable(0)
+        for item in iterable.unpack_var_sequence(tx):
+            total = binary_op(tx, operator.add, total, item)
+        return total
+
+    def _minmax(self, tx, args, pick):
+        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if all(i.is_python_constant() for i in items):
+            return ConstantVariable(pick(i.as_python_constant() for i in items))
+        unimplemented(f"{pick.__name__}() over tensors compares values", f"use torch.{pick.__name__}imum or torch.{pick.__name__}")
+
+    def call_min(self, tx, *args, **kwargs):
+        return None if kwargs else self._minmax(tx, args, min)
+
+    def call_max(self, tx, *args, **kwargs):
+        return None if kwargs else self._minmax(tx, args, max)
+
+    def call_abs(self, tx, x):
+        if isinstance(x, TensorVariable):
+            return x.call_method(tx, "abs", [], {})
+        return None
+
+    def _all_any(self, tx, iterable, pick):
+        return ConstantVariable(pick(i.truth(tx) for i in iterable.unpack_var_sequence(tx)))
+
+    def call_all(self, tx, iterable):
+        return self._all_any(tx, iterable, all)
+
+    def call_any(self, tx, iterable):
+        return self._all_any(tx, iterable, any)
+
+    def call_bool(self, tx, x=None):
+        return ConstantVariable(False if x is None else x.truth(tx))
+
+    def _numeric(self, tx, x):
+        if isinstance(x, TensorVariable):
+            x.call_method(tx, f"__{self.fn.__name__}__", [], {})
+        return None
+
+    call_int = call_float = call_complex = _numeric
+
+    def call_getattr(self, tx, obj, name, default=None):
+        n = name.as_python_constant()
+        if default is None:
+            return obj.var_getattr(tx, n)
+        try:
+            return obj.var_getattr(tx, n)
+        except Exception:  # noqa: BLE001 - getattr with a default swallows AttributeError
+            return default
+
+    def call_hasattr(self, tx, obj, name):
+        return obj_hasattr(tx, obj, name.as_python_constant())
+
+    def call_setattr(self, tx, obj, name, value):
+        tx.store_attr(obj, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
+    def call_callable(self, tx, obj):
+        from .functions import BaseUserFunctionVariable
+        from .nn_module import NNModuleVariable
+        from .torch import TorchVariable
+        if isinstance(obj, (BaseUserFunctionVariable, BuiltinVariable, TorchVariable, NNModuleVariable)):
+            return ConstantVariable(True)
+        if obj.is_python_constant():
+            return ConstantVariable(callable(obj.as_python_constant()))
+        return ConstantVariable(callable(getattr(obj, "value", None)))
+
+    def call_super(self, tx, *args):
+        from .user_defined import SuperVariable
+        return SuperVariable.from_call(tx, args)
+
+    def call_str(self, tx, obj=None):
+        if isinstance(obj, TensorVariable):
+            unimplemented("str() of a tensor reads its values", "format tensors outside the compiled function")
+        return None
+
+
+def obj_hasattr(tx, obj, name: str) -> VariableTracker:
+    value = getattr(obj, "value", getattr(obj, "module", None))
+    if value is not None and not isinstance(obj, ConstantVariable):
+        return ConstantVariable(hasattr(value, name))
+    if obj.is_python_constant():
+        return ConstantVariable(hasattr(obj.as_python_constant(), name))
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(hasattr(obj.example_value, name))
+    unimplemented(f"hasattr on {obj.describe()}")
+
+
+def _getitem(tx, obj, index):
+    return obj.call_method(tx, "__getitem__", [index], {})
+
+
+def _setitem(tx, obj, index, value):
+    return obj.call_method(tx, "__setitem__", [index, value], {})
+
+
+def _not(tx, x):
+    if isinstance(x, TensorVariable):
+        return call_graph_op(tx, "call_function", operator.not_, [x], {})
+    return ConstantVariable(not x.truth(tx))
+
+
+OPERATOR_HANDLERS: dict[Callable, Callable] = {
+    **{fn: (lambda f: lambda tx, a, b: binary_op(tx, f, a, b))(fn) for fn in BINARY_OPS.values()},
+    **{fn: (lambda f: lambda tx, a, b: compare_op(tx, f, a, b))(fn) for fn in COMPARE_OPS.values()},
+    operator.getitem: _getitem, operator.setitem: _setitem, operator.not_: _not,
+    operator.is_: lambda tx, a, b: ConstantVariable(is_op(tx, a, b)),
+    operator.is_not: lambda tx, a, b: ConstantVariable(not is_op(tx, a, b)),
+    operator.contains: lambda tx, a, b: a.call_method(tx, "__contains__", [b], {}),
+    operator.neg: lambda tx, a: unary_op(tx, operator.neg, a),
+    operator.pos: lambda tx, a: unary_op(tx, operator.pos, a),
+    operator.invert: lambda tx, a: unary_op(tx, operator.invert, a),
+    operator.truth: lambda tx, a: ConstantVariable(a.truth(tx)),
+}
+MATH_ON_TENSORS = {getattr(math, n) for n in dir(math) if callable(getattr(math, n))}
+
+
+def unary_op(tx, op: Callable, a: VariableTracker) -> VariableTracker:
+    if isinstance(a, TensorVariable):
+        return call_graph_op(tx, "call_function", op, [a], {})
+    if a.is_python_constant():
+        return fold(tx, op, [a.as_python_constant()], {})
+    from .user_defined import UserDefinedObjectVariable
+    if isinstance(a, UserDefinedObjectVariable):
+        return a.call_method(tx, f"__{op.__name__.strip('_')}__", [], {})
+    unimplemented(f"operator {op.__name__} on {a.describe()}")

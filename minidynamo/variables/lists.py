@@ -1,0 +1,312 @@
+"""Sequences: tuples, lists, torch.Size, named tuples, ranges, slices, and list iterators.
+
+A container tracker holds trackers for its items, so ``[x, y]`` with tensors ``x, y`` stays a Python list while its
+items stay in the graph.  Lists are mutated in place (see [Note: mutable trackers]); a list that came from the
+frame's inputs reports its mutation to ``SideEffects`` so the generated code updates the real list.
+Mirrors ``torch/_dynamo/variables/lists.py``.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from ..exc import unimplemented
+from .base import BoundMethodVariable, NotConstant, VariableTracker
+from .constant import ConstantVariable
+
+
+class BaseListVariable(VariableTracker):
+    container = tuple
+
+    def __init__(self, items: list[VariableTracker], **kw):
+        super().__init__(**kw)
+        self.items = list(items)
+
+    def python_type(self):
+        return self.container
+
+    def as_python_constant(self):
+        return self.container([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self):
+        return self.container([i.as_proxy() for i in self.items])
+
+    def as_fake(self):
+        return self.container([i.as_fake() for i in self.items])
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        return list(self.items)
+
+    def truth(self, tx):
+        return len(self.items) > 0
+
+    def var_getattr(self, tx, name):
+        return BoundMethodVariable(self, name)
+
+    def getitem(self, tx, index: VariableTracker) -> VariableTracker:
+        try:
+            idx = index.as_python_constant()
+        except NotConstant:
+            unimplemented(f"indexing a {self.container.__name__} with {index.describe()}",
+                          "index Python containers with Python ints or slices")
+        if isinstance(idx, slice):
+            return self.new_like(self.items[idx])
+        try:
+            return self.items[operator.index(idx)]
+        except (IndexError, TypeError) as e:
+            unimplemented(f"{self.container.__name__} index {idx!r}: {e}")
+
+    def new_like(self, items):
+        return type(self)(items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            from .builtin import contains
+            return contains(tx, self.items, args[0])
+        if name in ("index", "count"):
+            consts = self.as_python_constant()
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen):
+        for item in self.items:
+            codegen(item)
+        codegen.build(self.container, len(self.items))
+
+    def _repr_body(self):
+        return ", ".join(repr(i) for i in self.items)
+
+
+class TupleVariable(BaseListVariable):
+    container = tuple
+
+
+class ListVariable(BaseListVariable):
+    container = list
+
+    def call_method(self, tx, name, args, kwargs):
+        mutators = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort", "__setitem__",
+                    "__delitem__", "__iadd__"}
+        if name not in mutators:
+            if name == "copy":
+                return ListVariable(self.items)
+            return super().call_method(tx, name, args, kwargs)
+        tx.output.side_effects.mutate(self)
+        return getattr(self, f"_m_{name.strip('_')}")(tx, *args, **kwargs)
+
+    def _m_append(self, tx, v):
+        self.items.append(v)
+        return ConstantVariable(None)
+
+    def _m_extend(self, tx, v):
+        self.items.extend(v.unpack_var_sequence(tx))
+        return ConstantVariable(None)
+
+    def _m_iadd(self, tx, v):
+        self._m_extend(tx, v)
+        return self
+
+    def _m_insert(self, tx, i, v):
+        self.items.insert(i.as_python_constant(), v)
+        return ConstantVariable(None)
+
+    def _m_pop(self, tx, i=None):
+        return self.items.pop(-1 if i is None else i.as_python_constant())
+
+    def _m_remove(self, tx, v):
+        from .builtin import identical_or_equal
+        for k, item in enumerate(self.items):
+            if identical_or_equal(tx, item, v):
+                del self.items[k]
+                return ConstantVariable(None)
+        unimplemented("list.remove of a value not in the list")
+
+    def _m_clear(self, tx):
+        self.items.clear()
+        return ConstantVariable(None)
+
+    def _m_reverse(self, tx):
+        self.items.reverse()
+        return ConstantVariable(None)
+
+    def _m_sort(self, tx, key=None, reverse=None):
+        if key is not None:
+            unimplemented("list.sort with a key function")
+        values = [i.as_python_constant() for i in self.items]
+        order = sorted(range(len(values)), key=values.__getitem__,
+                       reverse=bool(reverse.as_python_constant()) if reverse else False)
+        self.items[:] = [self.items[k] for k in order]
+        return ConstantVariable(None)
+
+    def _m_setitem(self, tx, key, value):
+        idx = key.as_python_constant()
+        if isinstance(idx, slice):
+            self.items[idx] = value.unpack_var_sequence(tx)
+        else:
+            self.items[idx] = value
+        return ConstantVariable(None)
+
+    def _m_delitem(self, tx, key):
+        del self.items[key.as_python_constant()]
+        return ConstantVariable(None)
+
+
+class SizeVariable(TupleVariable):
+    """``tensor.shape``: a tuple of ints (sizes are static in this stage)."""
+
+    container = torch.Size
+
+    def new_like(self, items):
+        return SizeVariable(items)
+
+    def as_proxy(self):
+        return tuple(i.as_proxy() for i in self.items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel":
+            n = 1
+            for i in self.items:
+                n *= i.as_python_constant()
+            return ConstantVariable(n)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(torch.Size, push_null=True)
+        for item in self.items:
+            codegen(item)
+        codegen.build(tuple, len(self.items))
+        codegen.call(1)
+
+
+class NamedTupleVariable(TupleVariable):
+    """A named tuple or a structseq such as ``torch.return_types.topk`` (``.values``, ``.indices``)."""
+
+    def __init__(self, items, tuple_cls, **kw):
+        super().__init__(items, **kw)
+        self.tuple_cls = tuple_cls
+
+    def python_type(self):
+        return self.tuple_cls
+
+    def fields(self) -> list[str]:
+        if hasattr(self.tuple_cls, "_fields"):
+            return list(self.tuple_cls._fields)
+        return list(getattr(self.tuple_cls, "__match_args__", ()))
+
+    def new_like(self, items):
+        return TupleVariable(items)
+
+    def as_python_constant(self):
+        return self.tuple_cls(*[i.as_python_constant() for i in self.items])
+
+    def var_getattr(self, tx, name):
+        if name in self.fields():
+            return self.items[self.fields().index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(self.tuple_cls, push_null=True)
+        for item in self.items:
+            codegen(item)
+        if hasattr(self.tuple_cls, "_fields"):
+            codegen.call(len(self.items))
+        else:  # structseq: built from one sequence
+            codegen.build(tuple, len(self.items))
+            codegen.call(1)
+
+
+class RangeVariable(BaseListVariable):
+    def __init__(self, r: range, **kw):
+        super().__init__([ConstantVariable(v) for v in r], **kw)
+        self.range = r
+
+    def python_type(self):
+        return range
+
+    def as_python_constant(self):
+        return self.range
+
+    def getitem(self, tx, index):
+        idx = index.as_python_constant()
+        value = self.range[idx]
+        return RangeVariable(value) if isinstance(value, range) else ConstantVariable(value)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(range, push_null=True)
+        for v in (self.range.start, self.range.stop, self.range.step):
+            codegen.load_const(v)
+        codegen.call(3)
+
+
+class SliceVariable(VariableTracker):
+    def __init__(self, items: list[VariableTracker], **kw):
+        super().__init__(**kw)
+        self.items = items
+
+    def python_type(self):
+        return slice
+
+    def as_python_constant(self):
+        return slice(*[i.as_python_constant() for i in self.items])
+
+    def as_proxy(self):
+        return slice(*[i.as_proxy() for i in self.items])
+
+    def as_fake(self):
+        return slice(*[i.as_fake() for i in self.items])
+
+    def var_getattr(self, tx, name):
+        if name in ("start", "stop", "step"):
+            items = self.items + [ConstantVariable(None)] * (3 - len(self.items))
+            if len(self.items) == 1:
+                items = [ConstantVariable(None), self.items[0], ConstantVariable(None)]
+            return items[("start", "stop", "step").index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        for item in self.items:
+            codegen(item)
+        codegen.build(slice, len(self.items))
+
+
+class ListIteratorVariable(VariableTracker):
+    """An iterator over known items (``iter(list)``, ``enumerate``, ``zip``, ``dict.items()``), unrolled."""
+
+    def __init__(self, items: list[VariableTracker], index: int = 0, **kw):
+        super().__init__(**kw)
+        self.items = list(items)
+        self.index = index
+
+    def python_type(self):
+        return type(iter([]))
+
+    def next_variable(self, tx) -> VariableTracker | None:
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest
+
+    def reconstruct(self, codegen):
+        for item in self.items[self.index:]:
+            codegen(item)
+        codegen.build(tuple, len(self.items) - self.index)
+        codegen.get_iter()
+
+    def _repr_body(self):
+        return f"{self.index}/{len(self.items)}"

@@ -1,0 +1,165 @@
+"""``nn.Module``s: attributes, parameters, submodules, containers, and calls that inline ``forward``.
+
+A module read from the frame is guarded by identity (NN_MODULE).  Its parameters and buffers become graph inputs
+(sources like ``L['self'].gate.weight``), plain attributes become guarded constants (``self.training``,
+``self.top_k``), and calling it inlines ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
+support indexing, ``len`` and iteration.  Mirrors ``torch/_dynamo/variables/nn_module.py`` (upstream today inlines
+builtin modules the same way, ``inline_inbuilt_nn_modules``).
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from ..exc import unimplemented
+from ..source import AttrSource, GetItemSource
+from .base import BoundMethodVariable, VariableTracker
+from .constant import ConstantVariable
+from .lists import ListIteratorVariable, TupleVariable
+
+
+def has_hooks(m: torch.nn.Module) -> bool:
+    from torch.nn.modules import module as mod_mod
+    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or
+                getattr(m, "_backward_pre_hooks", None) or mod_mod._global_forward_hooks or
+                mod_mod._global_forward_pre_hooks or mod_mod._global_backward_hooks)
+
+
+class NNModuleVariable(VariableTracker):
+    def __init__(self, module: torch.nn.Module, **kw):
+        super().__init__(**kw)
+        self.module = module
+        self.value = module
+
+    def python_type(self):
+        return type(self.module)
+
+    def truth(self, tx):
+        return True
+
+    def describe(self):
+        return f"module {type(self.module).__name__}"
+
+    def _repr_body(self):
+        return type(self.module).__name__
+
+    def _child(self, tx, key, value, by_attr: bool = True) -> VariableTracker:
+        from .builder import VariableBuilder
+        if self.source is None:
+            unimplemented(f"a module built inside the compiled function ({self.describe()})",
+                          "construct modules outside the compiled function")
+        src = AttrSource(self.source, key) if by_attr else GetItemSource(self.source, key)
+        return VariableBuilder(tx, src)(value)
+
+    def var_getattr(self, tx, name):
+        m = self.module
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        d = m.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(store, {}):
+                value = d[store][name]
+                if value is None:
+                    return ConstantVariable(None)
+                return self._child(tx, name, value)
+        if name in d:
+            return self._child(tx, name, d[name])
+        static = inspect.getattr_static(type(m), name, None)
+        from .user_defined import lookup_class_attribute
+        return lookup_class_attribute(tx, self, type(m), name, static)
+
+    def call_function(self, tx, args, kwargs):
+        m = self.module
+        if has_hooks(m):
+            unimplemented(f"module {type(m).__name__} has hooks", "remove hooks, or call it outside")
+        forward = type(m).forward
+        from .functions import UserMethodVariable
+        src = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
+        return UserMethodVariable(forward, self, source=src).call_function(tx, args, kwargs)
+
+    # --- containers -----------------------------------------------------------------------------------------
+    def _items(self, tx) -> list[VariableTracker]:
+        m = self.module
+        if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
+            return [self._child(tx, k, sub) for k, sub in m._modules.items()]
+        if isinstance(m, torch.nn.ModuleDict):
+            return [ConstantVariable(k) for k in m._modules]
+        if isinstance(m, torch.nn.ParameterList):
+            return [self._child(tx, k, p) for k, p in m._parameters.items()]
+        unimplemented(f"iterating over {self.describe()}")
+
+    def has_unpack_var_sequence(self, tx):
+        return isinstance(self.module, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
+                                        torch.nn.ParameterList))
+
+    def unpack_var_sequence(self, tx):
+        return self._items(tx)
+
+    def call_method(self, tx, name, args, kwargs):
+        m = self.module
+        if name == "__len__":
+            return ConstantVariable(len(m))
+        if name == "__getitem__":
+            return self._getitem(tx, args[0])
+        if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
+            return ConstantVariable(args[0].as_python_constant() in m._modules)
+        if name in ("keys", "values", "items") and isinstance(m, torch.nn.ModuleDict):
+            keys = list(m._modules)
+            vals = [self._child(tx, k, m._modules[k]) for k in keys]
+            if name == "keys":
+                return ListIteratorVariable([ConstantVariable(k) for k in keys])
+            if name == "values":
+                return ListIteratorVariable(vals)
+            return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, vals)])
+        if name in ("parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
+                    "named_children", "named_modules"):
+            return self._iterate(tx, name, args, kwargs)
+        if name == "forward":
+            return self.call_function(tx, args, kwargs)
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _getitem(self, tx, index):
+        m = self.module
+        key = index.as_python_constant()
+        if isinstance(m, torch.nn.ModuleDict):
+            return self._child(tx, key, m[key], by_attr=False)
+        if isinstance(key, slice):
+            unimplemented("slicing a module container", "index it with ints, or iterate")
+        keys = list(m._modules) if not isinstance(m, torch.nn.ParameterList) else list(m._parameters)
+        k = keys[key]
+        value = m._modules[k] if not isinstance(m, torch.nn.ParameterList) else m._parameters[k]
+        return self._child(tx, k, value)
+
+    def _iterate(self, tx, name, args, kwargs):
+        a = [x.as_python_constant() for x in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        result = []
+        for entry in getattr(self.module, name)(*a, **k):
+            key, value = entry if name.startswith("named_") else (None, entry)
+            path = self._path_of(value)
+            vt = self._child_path(tx, path, value)
+            result.append(TupleVariable([ConstantVariable(key), vt]) if key is not None else vt)
+        return ListIteratorVariable(result)
+
+    def _path_of(self, obj) -> list[str]:
+        for n, v in list(self.module.named_parameters()) + list(self.module.named_buffers()) + \
+                list(self.module.named_modules()):
+            if v is obj:
+                return [p for p in n.split(".") if p]
+        unimplemented("could not find a submodule's path")
+
+    def _child_path(self, tx, path, value):
+        from .builder import VariableBuilder
+        src = self.source
+        for p in path:
+            src = AttrSource(src, p)
+        return VariableBuilder(tx, src)(value) if path else self
+
+    def reconstruct(self, codegen):
+        return super().reconstruct(codegen)
+
+
+def module_method(tx, module_vt: NNModuleVariable, name: str) -> VariableTracker:
+    return BoundMethodVariable(module_vt, name)

@@ -1,0 +1,187 @@
+"""Tensors: an FX proxy (the node that computes it) plus a fake tensor (its shape, dtype and device).
+
+Every operation on a ``TensorVariable`` becomes an FX node, and also runs on the fake tensors so the translator knows
+the result's metadata without computing anything.  An operation whose *output shape depends on data* (``nonzero``,
+boolean-mask indexing) or that needs a *value* (``.item()``, ``bool(t)``) cannot be known from fake tensors: it is
+refused here (later stages turn that refusal into a graph break).  Mirrors ``torch/_dynamo/variables/tensor.py`` and
+``wrap_fx_proxy`` in ``torch/_dynamo/variables/builder.py``.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch.utils._pytree import tree_map
+
+from ..exc import unimplemented
+from .base import BoundMethodVariable, VariableTracker
+from .constant import ConstantVariable
+
+# Attributes answered from the fake tensor's metadata (static in this stage, guarded by TENSOR_MATCH).
+CONSTANT_ATTRS = {"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "layout", "is_quantized",
+                  "is_meta", "is_floating_point", "is_complex", "itemsize", "is_leaf"}
+GRAPH_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
+# Methods answered from metadata, never put in the graph.
+CONSTANT_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
+                    "is_complex", "element_size", "get_device", "__len__", "type_as_constant", "storage_offset"}
+DATA_DEPENDENT_METHODS = {
+    "item": "`.item()` reads a tensor's value", "tolist": "`.tolist()` reads a tensor's values",
+    "numpy": "`.numpy()` leaves PyTorch", "__bool__": "`bool(t)` reads a tensor's value",
+    "__int__": "`int(t)` reads a tensor's value", "__float__": "`float(t)` reads a tensor's value",
+    "__index__": "using a tensor as a Python index reads its value", "data_ptr": "`data_ptr()` is a runtime address",
+    "backward": "`.backward()` inside a compiled region", "__repr__": "printing a tensor reads its values",
+    "__str__": "printing a tensor reads its values", "__format__": "formatting a tensor reads its values",
+}
+VALUE_HINT = "keep the value as a tensor (e.g. torch.where instead of if, tensor ops instead of .item())"
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, proxy: torch.fx.Proxy, example_value: torch.Tensor, **kw):
+        super().__init__(**kw)
+        self.proxy = proxy
+        self.example_value = example_value
+
+    def as_proxy(self):
+        return self.proxy
+
+    def as_fake(self):
+        return self.example_value
+
+    def python_type(self):
+        return type(self.example_value) if not isinstance(self.example_value, torch._subclasses.FakeTensor) \
+            else (torch.nn.Parameter if isinstance(self.example_value, torch.nn.Parameter) else torch.Tensor)
+
+    def describe(self):
+        ev = self.example_value
+        return f"tensor {self.proxy.node.name} ({str(ev.dtype).replace('torch.', '')}{list(ev.shape)})"
+
+    def _repr_body(self):
+        return self.proxy.node.name
+
+    def truth(self, tx):
+        unimplemented("data-dependent branch: `if` on a tensor's value",
+                      "use torch.where / torch.cond, or compute the condition outside the compiled function")
+
+    def has_unpack_var_sequence(self, tx):
+        return self.example_value.dim() > 0
+
+    def unpack_var_sequence(self, tx):
+        if self.example_value.dim() == 0:
+            unimplemented("iterating over a 0-d tensor")
+        return [call_graph_op(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {})
+                for i in range(self.example_value.shape[0])]
+
+    # --- attributes ---------------------------------------------------------------------------------------
+    def var_getattr(self, tx, name):
+        ev = self.example_value
+        if name == "shape":
+            from .lists import SizeVariable
+            return SizeVariable([ConstantVariable(int(s)) for s in ev.shape])
+        if name in CONSTANT_ATTRS:
+            value = getattr(ev, name)
+            return ConstantVariable(value() if callable(value) else value)
+        if name in GRAPH_ATTRS:
+            return call_graph_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name == "grad" and self.source is not None:
+            from .builder import VariableBuilder
+            from ..source import AttrSource
+            return VariableBuilder(tx, AttrSource(self.source, "grad"))(tx.eval_source(self.source).grad)
+        if name in ("__class__",):
+            from .user_defined import UserDefinedClassVariable
+            return UserDefinedClassVariable(self.python_type())
+        if callable(getattr(torch.Tensor, name, None)):
+            return BoundMethodVariable(self, name)
+        unimplemented(f"tensor attribute {name!r}", "read it outside the compiled function")
+
+    # --- methods ------------------------------------------------------------------------------------------
+    def call_method(self, tx, name, args, kwargs):
+        if name in DATA_DEPENDENT_METHODS:
+            unimplemented(f"{DATA_DEPENDENT_METHODS[name]}: its value is not known while tracing", VALUE_HINT)
+        if name in CONSTANT_METHODS:
+            return self._constant_method(tx, name, args, kwargs)
+        if name in ("type",) and not args and not kwargs:
+            return ConstantVariable(self.example_value.type())
+        if name == "__getitem__":
+            return call_graph_op(tx, "call_function", operator.getitem, [self, *args], {})
+        if name == "__setitem__":
+            call_graph_op(tx, "call_function", operator.setitem, [self, *args], {})
+            return ConstantVariable(None)
+        result = call_graph_op(tx, "call_method", name, [self, *args], kwargs)
+        if is_inplace_method(name) and isinstance(result, TensorVariable):
+            return self  # x.add_(y) returns x itself
+        return result
+
+    def _constant_method(self, tx, name, args, kwargs):
+        a = [x.as_python_constant() for x in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        if name == "__len__":
+            if self.example_value.dim() == 0:
+                unimplemented("len() of a 0-d tensor")
+            return ConstantVariable(self.example_value.shape[0])
+        value = getattr(self.example_value, name)(*a, **k)
+        if isinstance(value, torch.Size):
+            from .lists import SizeVariable
+            return SizeVariable([ConstantVariable(int(s)) for s in value])
+        if isinstance(value, tuple):
+            from .lists import TupleVariable
+            return TupleVariable([ConstantVariable(v) for v in value])
+        return ConstantVariable(value)
+
+
+def is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Putting an operation in the graph.
+# --------------------------------------------------------------------------------------------------------------
+def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> VariableTracker:
+    """Add one FX node and run it on fake tensors; wrap what it returns (``wrap_fx_proxy`` upstream)."""
+    proxy_args, proxy_kwargs = [a.as_proxy() for a in args], {k: v.as_proxy() for k, v in kwargs.items()}
+    fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
+    example = run_fake(tx, kind, target, fake_args, fake_kwargs)
+    proxy = tx.output.create_proxy(kind, target, tuple(proxy_args), proxy_kwargs)
+    return wrap_fx_result(tx, proxy, example)
+
+
+def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
+    output = tx.output
+    try:
+        with output.fake_mode, torch.set_grad_enabled(output.grad_enabled):
+            if kind == "call_method":
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            return target(*args, **kwargs)
+    except (DataDependentOutputException, DynamicOutputShapeException) as e:
+        what = getattr(target, "__name__", target)
+        unimplemented(f"data-dependent output shape: `{what}` returns a shape that depends on tensor values ({e})",
+                      "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead of "
+                      "boolean indexing / nonzero")
+    except Exception as e:  # noqa: BLE001 - eager will raise the real error, or we learn what to support
+        what = getattr(target, "__name__", target)
+        unimplemented(f"`{what}` failed on fake tensors: {type(e).__name__}: {str(e).splitlines()[0][:200]}",
+                      "if eager raises the same error, fix the program; otherwise this op is not supported yet")
+
+
+def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
+    """Wrap the fake result of a node: tensors, tuples of tensors, structseqs (topk), or Python values."""
+    from .lists import NamedTupleVariable, SizeVariable, TupleVariable, ListVariable
+
+    if isinstance(example, torch.Tensor):
+        proxy.node.meta["example_value"] = example
+        return TensorVariable(proxy, example)
+    if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
+        proxy.node.meta["example_value"] = example
+        items = [wrap_fx_result(tx, proxy[i], e) for i, e in enumerate(example)]
+        if isinstance(example, list):
+            return ListVariable(items)
+        if type(example) is tuple:
+            return TupleVariable(items)
+        return NamedTupleVariable(items, type(example))
+    # A Python value: the node computed nothing the graph needs.
+    tx.output.remove_node_if_pure(proxy.node)
+    if isinstance(example, torch.Size):
+        return SizeVariable([ConstantVariable(int(s)) for s in example])
+    from .builder import wrap_constant_result
+    return wrap_constant_result(tree_map(lambda v: v, example))

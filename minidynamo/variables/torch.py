@@ -1,0 +1,88 @@
+"""Functions of the ``torch`` namespace: put in the graph as ``call_function`` nodes.
+
+``torch.sin``, ``torch.nn.functional.gelu``, ``torch.topk``... are recorded as nodes and run on fake tensors.  A few
+torch functions are about the *state of the program* rather than tensors (``torch.is_grad_enabled``,
+``torch.get_default_dtype``, ``torch.cuda.is_available``); those are answered at trace time.  Context managers
+(``torch.no_grad``) live in ``ctx_manager.py``.  Mirrors ``torch/_dynamo/variables/torch.py``.
+"""
+from __future__ import annotations
+
+import types
+
+import torch
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .tensor import TensorVariable, call_graph_op
+
+TORCH_MODULE_PREFIXES = ("torch", "torch.nn.functional", "torch._C", "torch.functional", "torch.special",
+                         "torch.linalg", "torch.fft", "torch._tensor", "torch.nn.init", "torch.autograd")
+
+# Answered now, from the current state (upstream "constant_fold_functions"); guarded where the state can change.
+CONSTANT_FUNCTIONS = {
+    torch.is_grad_enabled, torch.get_default_dtype, torch.is_tensor, torch.is_floating_point, torch.is_complex,
+    torch.cuda.is_available, torch.is_autocast_enabled, torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling,
+    torch.cuda.device_count, torch.is_inference_mode_enabled,
+}
+COMPILING_TRUE = {torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling}
+UNSUPPORTED = {
+    torch.manual_seed: "`torch.manual_seed` changes global RNG state",
+    torch.set_grad_enabled: None,  # handled as a context manager / function in ctx_manager
+}
+
+
+def is_torch_callable(value) -> bool:
+    if isinstance(value, type) or not callable(value):
+        return False
+    module = getattr(value, "__module__", None) or ""
+    if isinstance(value, (types.BuiltinFunctionType, types.FunctionType)) or type(value).__name__ in (
+            "method_descriptor", "builtin_function_or_method", "OpOverloadPacket", "OpOverload"):
+        return module == "torch" or module.startswith(TORCH_MODULE_PREFIXES)
+    return False
+
+
+class TorchVariable(VariableTracker):
+    def __init__(self, fn, **kw):
+        super().__init__(**kw)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def describe(self):
+        return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
+
+    def _repr_body(self):
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def reconstruct(self, codegen):
+        if self.source is not None:
+            return super().reconstruct(codegen)
+        codegen.load_const_object(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in UNSUPPORTED and UNSUPPORTED[fn]:
+            unimplemented(UNSUPPORTED[fn], "call it outside the compiled function")
+        if fn is torch.set_grad_enabled:
+            from .ctx_manager import GradModeVariable
+            return GradModeVariable.create(tx, args[0].as_python_constant(), initially_applied=True)
+        if fn in CONSTANT_FUNCTIONS:
+            return self._constant(tx, args, kwargs)
+        return call_graph_op(tx, "call_function", fn, list(args), dict(kwargs))
+
+    def _constant(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in COMPILING_TRUE:
+            return ConstantVariable(True)
+        if fn is torch.is_grad_enabled:
+            return ConstantVariable(tx.output.grad_enabled)
+        if fn in (torch.is_tensor,):
+            return ConstantVariable(isinstance(args[0], TensorVariable))
+        if fn in (torch.is_floating_point, torch.is_complex) and isinstance(args[0], TensorVariable):
+            return ConstantVariable(fn(args[0].example_value))
+        return ConstantVariable(fn(*[a.as_python_constant() for a in args]))

@@ -1,0 +1,224 @@
+"""Plain user classes and objects: attribute reads, methods, properties, ``super()``, and construction.
+
+Attribute lookup follows Python's order: pending stores made while tracing, the instance ``__dict__``, then the
+class (properties and methods are inlined; ``staticmethod``/``classmethod`` unwrap).  Objects built while tracing
+(``Point(1, 2)``, dataclasses) live only in the tracer unless they escape, which is refused.
+Mirrors ``torch/_dynamo/variables/user_defined.py``.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+
+import torch
+
+from ..exc import unimplemented
+from ..source import AttrSource
+from .base import VariableTracker
+from .constant import ConstantVariable, is_constant_value
+
+
+def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, static) -> VariableTracker:
+    """``obj.name`` where ``name`` is found on the class (``static`` = ``inspect.getattr_static`` result)."""
+    from .builder import VariableBuilder, wrap_constant_result
+    from .functions import UserFunctionVariable, UserMethodVariable
+
+    cls_src = AttrSource(obj.source, "__class__") if obj.source is not None else None
+    if static is None:
+        if inspect.getattr_static(cls, "__getattr__", None) is not None and name != "__getattr__":
+            getattr_fn = inspect.getattr_static(cls, "__getattr__")
+            if isinstance(getattr_fn, types.FunctionType):
+                return UserMethodVariable(getattr_fn, obj).call_function(tx, [ConstantVariable(name)], {})
+        unimplemented(f"{cls.__name__} object has no attribute {name!r}",
+                      "the frame runs eagerly so Python raises AttributeError itself")
+    if isinstance(static, property):
+        if not isinstance(static.fget, types.FunctionType):
+            unimplemented(f"property {name!r} implemented in C")
+        return UserMethodVariable(static.fget, obj).call_function(tx, [], {})
+    if isinstance(static, staticmethod):
+        return UserFunctionVariable(static.__func__, source=cls_src and AttrSource(cls_src, name))
+    if isinstance(static, classmethod):
+        return UserMethodVariable(static.__func__, UserDefinedClassVariable(cls, source=cls_src))
+    if isinstance(static, types.FunctionType):
+        return UserMethodVariable(static, obj)
+    if type(static).__name__ in ("wrapper_descriptor", "method_descriptor", "getset_descriptor",
+                                 "member_descriptor"):
+        if obj.source is not None:
+            real = tx.eval_source(obj.source)
+            return VariableBuilder(tx, AttrSource(obj.source, name))(getattr(real, name))
+        unimplemented(f"C attribute {name!r} of {cls.__name__}")
+    value = getattr(cls, name)
+    if obj.source is not None:
+        return VariableBuilder(tx, AttrSource(obj.source, name))(value)
+    if is_constant_value(value) or isinstance(value, (types.FunctionType, type)):
+        return wrap_constant_result(value) if not isinstance(value, types.FunctionType) else UserFunctionVariable(value)
+    unimplemented(f"class attribute {name!r} of {cls.__name__} on an object built while tracing")
+
+
+class UserDefinedClassVariable(VariableTracker):
+    def __init__(self, value: type, **kw):
+        super().__init__(**kw)
+        self.value = value
+
+    def as_python_constant(self):
+        return self.value
+
+    def python_type(self):
+        return type(self.value)
+
+    def describe(self):
+        return f"class {self.value.__qualname__}"
+
+    def _repr_body(self):
+        return self.value.__qualname__
+
+    def reconstruct(self, codegen):
+        if self.source is not None:
+            return super().reconstruct(codegen)
+        codegen.load_const_object(self.value)
+
+    def var_getattr(self, tx, name):
+        from .builder import VariableBuilder, wrap_constant_result
+        from .functions import UserFunctionVariable, UserMethodVariable
+        static = inspect.getattr_static(self.value, name, None)
+        if isinstance(static, staticmethod):
+            return UserFunctionVariable(static.__func__)
+        if isinstance(static, classmethod):
+            return UserMethodVariable(static.__func__, self)
+        if static is None and not hasattr(self.value, name):
+            unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
+        value = getattr(self.value, name)
+        if self.source is not None:
+            return VariableBuilder(tx, AttrSource(self.source, name))(value)
+        if isinstance(value, types.FunctionType):
+            return UserFunctionVariable(value)
+        return wrap_constant_result(value)
+
+    def call_function(self, tx, args, kwargs):
+        cls = self.value
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            from .lists import NamedTupleVariable
+            from .functions import bind_args
+            fields = list(cls._fields)
+            defaults = getattr(cls, "_field_defaults", {})
+            items = list(args) + [kwargs.get(f) for f in fields[len(args):]]
+            items = [i if i is not None else ConstantVariable(defaults[f]) for f, i in zip(fields, items)]
+            return NamedTupleVariable(items, cls)
+        if cls is torch.Size:
+            from .lists import SizeVariable
+            return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
+        if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
+                cls.__module__ in ("builtins", "torch") and not issubclass(cls, BaseException):
+            from .constant import fold
+            return fold(tx, cls, [a.as_python_constant() for a in args],
+                        {k: v.as_python_constant() for k, v in kwargs.items()})
+        if issubclass(cls, torch.nn.Module):
+            unimplemented(f"constructing module {cls.__name__} inside the compiled function",
+                          "construct modules outside and pass them in")
+        if cls.__new__ is object.__new__ and isinstance(getattr(cls, "__init__", None), types.FunctionType):
+            obj = UserDefinedObjectVariable(None, cls=cls)
+            from .functions import UserMethodVariable
+            UserMethodVariable(cls.__init__, obj).call_function(tx, args, kwargs)
+            return obj
+        unimplemented(f"constructing {cls.__qualname__} objects while tracing",
+                      "build the object outside the compiled function and pass it in")
+
+
+class UserDefinedObjectVariable(VariableTracker):
+    """A plain Python object: a real one read from the frame (``value``), or one built while tracing."""
+
+    def __init__(self, value, source=None, is_constant: bool = False, cls: type | None = None):
+        super().__init__(source=source)
+        self.value = value
+        self.cls = cls or type(value)
+        self.is_constant = is_constant
+        self.built_here = value is None
+
+    def python_type(self):
+        return self.cls
+
+    def as_python_constant(self):
+        if self.is_constant:
+            return self.value
+        return super().as_python_constant()
+
+    def truth(self, tx):
+        if self.built_here or not (hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__")):
+            return True
+        unimplemented(f"truth of a {self.cls.__name__} object")
+
+    def describe(self):
+        return f"{self.cls.__name__} object"
+
+    def _repr_body(self):
+        return self.cls.__qualname__
+
+    def var_getattr(self, tx, name):
+        from .builder import VariableBuilder, wrap_constant_result
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        if name == "__class__":
+            return UserDefinedClassVariable(self.cls)
+        if not self.built_here:
+            d = getattr(self.value, "__dict__", {})
+            if name in d and not isinstance(inspect.getattr_static(self.cls, name, None), property):
+                if self.source is not None:
+                    return VariableBuilder(tx, AttrSource(self.source, name))(d[name])
+                return wrap_constant_result(d[name])
+        static = inspect.getattr_static(self.cls, name, None)
+        return lookup_class_attribute(tx, self, self.cls, name, static)
+
+    def call_method(self, tx, name, args, kwargs):
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args, kwargs):
+        return self.call_method(tx, "__call__", args, kwargs)
+
+    def reconstruct(self, codegen):
+        if self.source is not None:
+            return super().reconstruct(codegen)
+        if self.is_constant:
+            return codegen.load_const_object(self.value)
+        unimplemented(f"a {self.cls.__name__} object built inside the compiled function escapes it",
+                      "build the object outside the compiled function, or return plain tensors")
+
+
+class SuperVariable(VariableTracker):
+    """``super()`` inside a method: attribute lookup starts after ``cls`` in ``type(obj).__mro__``."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        super().__init__()
+        self.cls = cls
+        self.obj = obj
+
+    @staticmethod
+    def from_call(tx, args) -> "SuperVariable":
+        if len(args) == 2:
+            return SuperVariable(args[0].as_python_constant(), args[1])
+        cls_cell = tx.cells.get("__class__")
+        first = tx.f_code.co_varnames[0] if tx.f_code.co_argcount else None
+        if cls_cell is None or first is None:
+            unimplemented("zero-argument super() outside a method")
+        return SuperVariable(cls_cell.get().as_python_constant(), tx.symbolic_locals[first])
+
+    def var_getattr(self, tx, name):
+        from .functions import UserMethodVariable, UserFunctionVariable
+        mro = self.obj.python_type().__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name in klass.__dict__:
+                static = klass.__dict__[name]
+                if isinstance(static, types.FunctionType):
+                    return UserMethodVariable(static, self.obj)
+                if isinstance(static, staticmethod):
+                    return UserFunctionVariable(static.__func__)
+                if klass is object or klass is torch.nn.Module:
+                    if name == "__init__":
+                        return NoOpVariable()
+                unimplemented(f"super().{name} resolved to {type(static).__name__}")
+        unimplemented(f"super() has no attribute {name!r}")
+
+
+class NoOpVariable(VariableTracker):
+    def call_function(self, tx, args, kwargs):
+        return ConstantVariable(None)
