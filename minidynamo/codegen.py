@@ -15,6 +15,7 @@ from bytecode import Instr
 from . import bytecode_transformation as bt
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
+from .variables.dicts import DictVariable
 
 GRAPH_OUT = "___graph_out"
 
@@ -113,8 +114,8 @@ class PyCodegen:
         else:
             self.append(Instr("STORE_FAST", name))
 
-    def apply_container_mutation(self, obj: VariableTracker) -> None:
-        """Make the real list/dict/set behind ``obj.source`` hold ``obj``'s current items."""
+    def apply_container_mutation(self, obj: VariableTracker, new_items: str) -> None:
+        """Make the real list/dict/set behind ``obj.source`` hold the items stored in local ``new_items``."""
         from .variables.dicts import DictVariable, SetVariable
 
         if isinstance(obj, (DictVariable, SetVariable)):
@@ -125,18 +126,18 @@ class PyCodegen:
             self.append(Instr("POP_TOP"))
             obj.source.reconstruct(self)
             self.append(bt.create_load_method("update"))
-            self.__call__(_Fresh(obj))
+            self.load_local(new_items)
             self.call(1)
             self.append(Instr("POP_TOP"))
             return
-        # lst[:] = [new items]
-        self.__call__(_Fresh(obj))
+        # lst[:] = new
+        self.load_local(new_items)
         obj.source.reconstruct(self)
         self.append(Instr("LOAD_CONST", None), Instr("LOAD_CONST", None), Instr("BUILD_SLICE", 2))
         self.append(Instr("STORE_SUBSCR"))
 
 
-class _Fresh(VariableTracker):
+class Fresh(VariableTracker):
     """Rebuild a sourced container from its items rather than reloading it from its source."""
 
     def __init__(self, obj: VariableTracker):
@@ -146,6 +147,9 @@ class _Fresh(VariableTracker):
     def reconstruct(self, codegen):
         saved, self.obj.source = self.obj.source, None
         try:
-            type(self.obj).reconstruct(self.obj, codegen)
+            reconstruct = type(self.obj).reconstruct
+            if isinstance(self.obj, DictVariable) and self.obj.user_cls is not dict:
+                reconstruct = DictVariable.reconstruct
+            reconstruct(self.obj, codegen)
         finally:
             self.obj.source = saved

@@ -115,9 +115,14 @@ def compile_and_return(tx, return_value: VariableTracker) -> list[Instr]:
     graph_outputs = {id(t): k for k, t in enumerate(outputs)}
     # Generate the tail first: if something cannot be rebuilt we refuse before compiling anything.
     tail = PyCodegen(tx, output.f_code, output.f_globals, graph_outputs)
-    output.side_effects.codegen(tail)
-    tail(return_value)
-    tail.append(Instr("RETURN_VALUE"))
+    tail(return_value)  # before any side effect changes what sources point to
+    if output.side_effects.is_empty():
+        tail.append(Instr("RETURN_VALUE"))
+    else:
+        tail.store_local("___return_value")
+        output.side_effects.codegen(tail)
+        tail.load_local("___return_value")
+        tail.append(Instr("RETURN_VALUE"))
     name, sources = output.compile_subgraph(outputs)
     output.compiled_name = name
     head = PyCodegen(tx, output.f_code, output.f_globals)

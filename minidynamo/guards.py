@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import traceback
+import types
 from typing import Any, Callable
 
 import torch
@@ -75,6 +76,11 @@ class Guard:
             return f"is {short_repr(self.expected)}"
         if self.kind == "TYPE_MATCH":
             return f"type is {self.expected.__qualname__}"
+        if self.kind == "NN_MODULE":
+            return f"type is {self.expected.__qualname__}, no hooks"
+        if self.kind == "CLOSURE_MATCH":
+            return f"__code__ is {short_repr(self.expected)}" if isinstance(self.expected, types.CodeType) \
+                else f"is {short_repr(self.expected)}"
         if self.kind == "EQUALS_MATCH":
             return f"== {self.expected!r} ({type(self.expected).__name__})"
         if self.kind in ("LIST_LENGTH",):
@@ -130,8 +136,12 @@ class GuardManager:
         s = g.source.name() if g.source else None
         if g.kind == "TENSOR_MATCH":
             return f"___tensor_match({s}, {v})"
-        if g.kind in ("ID_MATCH", "NN_MODULE"):
+        if g.kind == "ID_MATCH":
             return f"{s} is {v}"
+        if g.kind == "NN_MODULE":
+            return f"type({s}) is {v} and not ({s}._forward_hooks or {s}._forward_pre_hooks)"
+        if g.kind == "CLOSURE_MATCH":
+            return f"getattr({s}, '__code__', None) is {v}" if isinstance(g.expected, types.CodeType) else f"{s} is {v}"
         if g.kind == "TYPE_MATCH":
             return f"type({s}) is {v}"
         if g.kind == "EQUALS_MATCH":

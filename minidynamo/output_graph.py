@@ -136,9 +136,13 @@ class OutputGraph:
             except ValueError:
                 contents_vt = None
             else:
-                if source is None:
-                    unimplemented("a closure of a function with no known source")
-                contents_vt = VariableBuilder(tx, source)(contents)
+                if source is not None:
+                    contents_vt = VariableBuilder(tx, source)(contents)
+                elif isinstance(contents, torch.Tensor):
+                    unimplemented("a tensor in the closure of a function with no known source")
+                else:  # e.g. the __class__ cell of a method that calls super()
+                    from .variables.builder import wrap_constant_result
+                    contents_vt = wrap_constant_result(contents)
             self.root_cells[key] = CellVariable(contents_vt, source=source)
         return self.root_cells[key]
 

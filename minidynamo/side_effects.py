@@ -53,15 +53,30 @@ class SideEffects:
         return not self.order
 
     def codegen(self, cg) -> None:
-        """Emit the bytecode that applies every recorded mutation to the real objects."""
-        for kind, what in self.order:
+        """Emit the bytecode that applies every recorded mutation to the real objects.
+
+        Every new value is computed into a temporary first, and only then are the real objects changed: a value
+        reloaded from its source (``L['d']['a']``) must be read before ``d`` is cleared.
+        """
+        from .codegen import Fresh
+
+        temps = []
+        for k, (kind, what) in enumerate(self.order):
             if kind == "mutate":
-                cg.apply_container_mutation(what)
+                cg(Fresh(what))
             elif kind == "attr":
-                obj, name = what
-                cg(self.attr_stores[id(obj)][1][name])
-                cg(obj)
-                cg.store_attr(name)
+                cg(self.attr_stores[id(what[0])][1][what[1]])
             else:
                 cg(self.global_stores[what])
+            temps.append(f"___side_effect_{k}")
+            cg.store_local(temps[-1])
+        for temp, (kind, what) in zip(temps, self.order):
+            if kind == "mutate":
+                cg.apply_container_mutation(what, temp)
+            elif kind == "attr":
+                cg.load_local(temp)
+                cg(what[0])
+                cg.store_attr(what[1])
+            else:
+                cg.load_local(temp)
                 cg.store_global(what)

@@ -550,12 +550,13 @@ class InstructionTranslatorBase:
             unimplemented("minidynamo.graph_break() was called", "remove the call to trace one graph")
         if getattr(real, "_minidynamo_disable", False):
             unimplemented(f"{real.__qualname__} is marked minidynamo.disable", "it runs eagerly")
-        if code.co_flags & GENERATOR_FLAGS:
-            unimplemented(f"calling generator/coroutine function {code.co_name}", "use a list instead of yield")
+        if code.co_flags & (GENERATOR_FLAGS & ~inspect.CO_GENERATOR):
+            unimplemented(f"calling coroutine function {code.co_name}", "use a plain function")
         if self.depth() >= config.max_inline_depth:
             unimplemented(f"inlining deeper than {config.max_inline_depth} calls (recursion?)")
         bound, cells = fn_vt.bind(self, args, kwargs)
-        tx = InliningInstructionTranslator(code, fn_vt.get_globals(), bound, cells, self.output, parent=self)
+        cls = InliningGeneratorTranslator if code.co_flags & inspect.CO_GENERATOR else InliningInstructionTranslator
+        tx = cls(code, fn_vt.get_globals(), bound, cells, self.output, parent=self)
         return tx.run_inline()
 
     # --- with blocks ----------------------------------------------------------------------------------------
@@ -618,3 +619,23 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
     def STORE_GLOBAL(self, inst):
         unimplemented("assigning a global inside an inlined function", "return the value instead")
+
+
+class InliningGeneratorTranslator(InliningInstructionTranslator):
+    """A generator (``x for x in xs``, a ``def`` with ``yield``) is run to exhaustion when called; the call returns
+    an iterator over everything it yielded.  (Upstream also inlines generators; it keeps them lazy.)"""
+
+    def run_inline(self) -> VariableTracker:
+        self.yielded: list[VariableTracker] = []
+        super().run_inline()
+        return ListIteratorVariable(self.yielded)
+
+    def RETURN_GENERATOR(self, inst):
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        self.yielded.append(self.pop())
+        self.push(ConstantVariable(None))  # the value `send` would deliver
+
+    def SEND(self, inst):
+        unimplemented("`yield from` inside a traced generator")

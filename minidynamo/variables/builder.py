@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import enum
 import types
 from typing import Any
@@ -68,7 +69,10 @@ class VariableBuilder:
             self.guard("EQUALS_MATCH", value)
             return ConstantVariable(value, source=src)
         if isinstance(value, torch.nn.Module):
-            self.guard("NN_MODULE", value)
+            # [Note: module guards] Like upstream's inlined modules, a module is guarded by its type (and the
+            # absence of hooks), not its identity: everything traced reads from it (parameters, flags such as
+            # `training`, submodules) gets its own guard, so another instance of the same shape reuses the graph.
+            self.guard("NN_MODULE", type(value))
             return NNModuleVariable(value, source=src)
         if type(value) in (list, tuple) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
             self.guard("TYPE_MATCH", type(value))
@@ -102,22 +106,30 @@ class VariableBuilder:
         if isinstance(value, types.ModuleType):
             self.guard("ID_MATCH", value)
             return PythonModuleVariable(value, source=src)
+        if is_torch_callable(value):
+            self.guard("ID_MATCH", value)
+            return TorchVariable(value, source=src)
         unwrapped = unwrap_compiled(value)
         if isinstance(unwrapped, types.FunctionType):
-            self.guard("ID_MATCH", value)
+            # the code is what we inline; defaults and closure cells are guarded when they are read
+            self.guard("CLOSURE_MATCH", unwrapped.__code__ if unwrapped is value else value)
             return UserFunctionVariable(unwrapped, source=src)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             self.guard("ID_MATCH", value.__func__)
             from .functions import UserMethodVariable
             obj = VariableBuilder(self.tx, AttrSource(src, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=src)
+        if type(value) is functools.partial:
+            from .functions import PartialVariable
+            self.guard("TYPE_MATCH", functools.partial)
+            fn = VariableBuilder(self.tx, AttrSource(src, "func"))(value.func)
+            args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).items
+            kwargs = VariableBuilder(self.tx, AttrSource(src, "keywords"))(value.keywords).items
+            return PartialVariable(fn, args, kwargs, source=src)
         if isinstance(value, type):
             self.guard("ID_MATCH", value)
             ctx = wrap_context_manager_class(value, src)
             return ctx or UserDefinedClassVariable(value, source=src)
-        if is_torch_callable(value):
-            self.guard("ID_MATCH", value)
-            return TorchVariable(value, source=src)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) and \
                 getattr(value, "__module__", None) in PURE_C_MODULES:
             self.guard("ID_MATCH", value)

@@ -8,6 +8,7 @@ Mirrors ``torch/_dynamo/variables/builtin.py``.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 from typing import Any, Callable
@@ -126,6 +127,8 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
+        if fn is functools.reduce:
+            return self._reduce(tx, *args)
         if fn in OPERATOR_HANDLERS:
             return OPERATOR_HANDLERS[fn](tx, *args)
         if fn in MATH_ON_TENSORS and any(isinstance(a, TensorVariable) for a in args):
@@ -136,6 +139,13 @@ class BuiltinVariable(VariableTracker):
         except NotConstant:
             unimplemented(f"builtin {name}() with arguments {[x.describe() for x in args]}")
         return fold(tx, fn, a, k)
+
+    def _reduce(self, tx, fn, iterable, initial=None):
+        items = iterable.unpack_var_sequence(tx)
+        acc = initial if initial is not None else items.pop(0)
+        for item in items:
+            acc = fn.call_function(tx, [acc, item], {})
+        return acc
 
     # --- handlers: return None to fall back to constant folding --------------------------------------------
     def call_len(self, tx, obj):

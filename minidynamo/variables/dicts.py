@@ -24,6 +24,7 @@ class DictVariable(VariableTracker):
         super().__init__(**kw)
         self.items = dict(items)  # python-constant key -> VariableTracker
         self.user_cls = user_cls
+        self.default_factory: VariableTracker | None = None  # defaultdict
 
     def python_type(self):
         return self.user_cls
@@ -59,6 +60,9 @@ class DictVariable(VariableTracker):
 
     def _m_getitem(self, tx, key):
         k = const_key(key)
+        if k not in self.items and self.default_factory is not None:
+            tx.output.side_effects.mutate(self)
+            self.items[k] = self.default_factory.call_function(tx, [], {})
         if k not in self.items:
             unimplemented(f"KeyError {k!r} while tracing", "the frame runs eagerly so Python raises it")
         return self.items[k]
@@ -117,10 +121,16 @@ class DictVariable(VariableTracker):
         return DictVariable(self.items, self.user_cls)
 
     def reconstruct(self, codegen):
+        if self.user_cls is not dict:  # OrderedDict(d) / defaultdict(factory, d)
+            codegen.load_const_object(self.user_cls, push_null=True)
+            if self.default_factory is not None:
+                codegen(self.default_factory)
         for k, v in self.items.items():
             codegen.load_const(k)
             codegen(v)
         codegen.build(dict, len(self.items))
+        if self.user_cls is not dict:
+            codegen.call(1 + (self.default_factory is not None))
 
     def _repr_body(self):
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())

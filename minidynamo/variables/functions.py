@@ -209,3 +209,29 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
     def reconstruct(self, codegen):
         unimplemented(f"returning or storing the function {self.qualname} created inside the compiled frame",
                       "define the function outside the compiled function")
+
+
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)``: calling it prepends the stored arguments."""
+
+    def __init__(self, fn: VariableTracker, args: list, kwargs: dict, **kw):
+        super().__init__(**kw)
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+    def python_type(self):
+        import functools
+        return functools.partial
+
+    def call_function(self, tx, args, kwargs):
+        return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def var_getattr(self, tx, name):
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(self.args)
+        if name == "keywords":
+            return DictVariable(self.kwargs)
+        return super().var_getattr(tx, name)

@@ -138,9 +138,10 @@ class ListVariable(BaseListVariable):
         return ConstantVariable(None)
 
     def _m_sort(self, tx, key=None, reverse=None):
-        if key is not None:
-            unimplemented("list.sort with a key function")
-        values = [i.as_python_constant() for i in self.items]
+        if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+            values = [key.call_function(tx, [i], {}).as_python_constant() for i in self.items]
+        else:
+            values = [i.as_python_constant() for i in self.items]
         order = sorted(range(len(values)), key=values.__getitem__,
                        reverse=bool(reverse.as_python_constant()) if reverse else False)
         self.items[:] = [self.items[k] for k in order]
@@ -210,6 +211,8 @@ class NamedTupleVariable(TupleVariable):
     def var_getattr(self, tx, name):
         if name in self.fields():
             return self.items[self.fields().index(name)]
+        if name == "_fields":
+            return ConstantVariable(tuple(self.fields()))
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen):

@@ -19,6 +19,10 @@ from .constant import ConstantVariable
 from .lists import ListIteratorVariable, TupleVariable
 
 
+ITERATION_METHODS = {"parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
+                     "named_children", "named_modules", "keys", "values", "items"}
+
+
 def has_hooks(m: torch.nn.Module) -> bool:
     from torch.nn.modules import module as mod_mod
     return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or
@@ -66,6 +70,8 @@ class NNModuleVariable(VariableTracker):
                 return self._child(tx, name, value)
         if name in d:
             return self._child(tx, name, d[name])
+        if name in ITERATION_METHODS:
+            return BoundMethodVariable(self, name)
         static = inspect.getattr_static(type(m), name, None)
         from .user_defined import lookup_class_attribute
         return lookup_class_attribute(tx, self, type(m), name, static)
@@ -125,8 +131,9 @@ class NNModuleVariable(VariableTracker):
         key = index.as_python_constant()
         if isinstance(m, torch.nn.ModuleDict):
             return self._child(tx, key, m[key], by_attr=False)
-        if isinstance(key, slice):
-            unimplemented("slicing a module container", "index it with ints, or iterate")
+        if isinstance(key, slice):  # a slice of a ModuleList/Sequential: a list of the submodules
+            from .lists import ListVariable
+            return ListVariable(self._items(tx)[key])
         keys = list(m._modules) if not isinstance(m, torch.nn.ParameterList) else list(m._parameters)
         k = keys[key]
         value = m._modules[k] if not isinstance(m, torch.nn.ParameterList) else m._parameters[k]

@@ -21,7 +21,7 @@ from .constant import ConstantVariable
 
 # Attributes answered from the fake tensor's metadata (static in this stage, guarded by TENSOR_MATCH).
 CONSTANT_ATTRS = {"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "layout", "is_quantized",
-                  "is_meta", "is_floating_point", "is_complex", "itemsize", "is_leaf"}
+                  "is_meta", "itemsize", "is_leaf"}
 GRAPH_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 # Methods answered from metadata, never put in the graph.
 CONSTANT_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",

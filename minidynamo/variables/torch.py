@@ -16,8 +16,9 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 from .tensor import TensorVariable, call_graph_op
 
-TORCH_MODULE_PREFIXES = ("torch", "torch.nn.functional", "torch._C", "torch.functional", "torch.special",
-                         "torch.linalg", "torch.fft", "torch._tensor", "torch.nn.init", "torch.autograd")
+# Python code in these torch packages is inlined like user code instead of becoming one graph node.
+NOT_IN_GRAPH = ("torch.nn.modules", "torch.utils", "torch.fx", "torch._dynamo", "torch.distributed", "torch.optim",
+                "torch.nn.utils", "torch.testing")
 
 # Answered now, from the current state (upstream "constant_fold_functions"); guarded where the state can change.
 CONSTANT_FUNCTIONS = {
@@ -38,7 +39,7 @@ def is_torch_callable(value) -> bool:
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, (types.BuiltinFunctionType, types.FunctionType)) or type(value).__name__ in (
             "method_descriptor", "builtin_function_or_method", "OpOverloadPacket", "OpOverload"):
-        return module == "torch" or module.startswith(TORCH_MODULE_PREFIXES)
+        return (module == "torch" or module.startswith("torch.")) and not module.startswith(NOT_IN_GRAPH)
     return False
 
 

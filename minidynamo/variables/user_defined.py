@@ -7,6 +7,8 @@ Mirrors ``torch/_dynamo/variables/user_defined.py``.
 """
 from __future__ import annotations
 
+import collections
+import functools
 import inspect
 import types
 
@@ -50,9 +52,11 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
     value = getattr(cls, name)
     if obj.source is not None:
         return VariableBuilder(tx, AttrSource(obj.source, name))(value)
-    if is_constant_value(value) or isinstance(value, (types.FunctionType, type)):
-        return wrap_constant_result(value) if not isinstance(value, types.FunctionType) else UserFunctionVariable(value)
-    unimplemented(f"class attribute {name!r} of {cls.__name__} on an object built while tracing")
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value)
+    if isinstance(value, torch.Tensor):
+        unimplemented(f"tensor class attribute {name!r} of {cls.__name__} on an object built while tracing")
+    return wrap_constant_result(value)
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -104,6 +108,20 @@ class UserDefinedClassVariable(VariableTracker):
             items = list(args) + [kwargs.get(f) for f in fields[len(args):]]
             items = [i if i is not None else ConstantVariable(defaults[f]) for f, i in zip(fields, items)]
             return NamedTupleVariable(items, cls)
+        if cls is functools.partial:
+            from .functions import PartialVariable
+            return PartialVariable(args[0], list(args[1:]), dict(kwargs))
+        if cls in (collections.OrderedDict, dict) and not kwargs and len(args) <= 1:
+            from .dicts import DictVariable
+            d = DictVariable({}, user_cls=cls)
+            if args:
+                d._m_update(tx, args[0])
+            return d
+        if cls is collections.defaultdict:
+            from .dicts import DictVariable
+            d = DictVariable({}, user_cls=cls)
+            d.default_factory = args[0] if args else None
+            return d
         if cls is torch.Size:
             from .lists import SizeVariable
             return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
