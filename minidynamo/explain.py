@@ -76,8 +76,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         ctx = compiled._ctx if hasattr(compiled, "_ctx") else compiled._minidynamo_ctx
         breaks = [BreakReason(e.reason, e.user_stack, e.hint) for e in ctx.fallbacks]
         breaks += [BreakReason(b.reason, b.user_stack, b.hint) for b in getattr(ctx, "graph_breaks", [])]
-        ops = [[n.target for n in g.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-               for g in graphs]
+        # like upstream, explain's op lists count call_function nodes (CompileCounter counts methods too)
+        ops = [[n.target for n in g.graph.nodes if n.op == "call_function"] for g in graphs]
         entries = [e for es in ctx.cache.values() for e in es]
         guards = [g for e in entries for g in e.guards]
         times = ", ".join(f"{e.orig_code.co_name}: {e.compile_time:.4f}s" for e in entries)

@@ -1,0 +1,133 @@
+"""Guards, recompiles, explain, fullgraph and eager fallback: the translator's answers in words, vs eager."""
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    minidynamo.reset()
+    yield
+    minidynamo.reset()
+
+
+def scaled(x, n):
+    return torch.sin(x) * n
+
+
+def test_guards_are_readable_and_name_their_source_line():
+    f = minidynamo.minicompile(scaled, backend="eager")
+    f(torch.randn(3), 2)
+    text = minidynamo.show_guards(f)
+    assert "L['x']" in text and "TENSOR_MATCH" in text and "shape=[3]" in text
+    assert "L['n']" in text and "EQUALS_MATCH" in text and "== 2 (int)" in text
+    assert "test_guards_and_explain.py" in text and "torch.sin(x) * n" in text
+    assert "GRAD_MODE" in text
+
+
+@pytest.mark.parametrize("change, expect", [
+    (lambda: (torch.randn(4), 2), "L['x'] TENSOR_MATCH: expected Tensor(float32, cpu, shape=[3]"),
+    (lambda: (torch.randn(3), 5), "L['n'] EQUALS_MATCH: expected == 2 (int), got 5 (int)"),
+    (lambda: (torch.randn(3, dtype=torch.float64), 2), "got Tensor(float64"),
+    (lambda: (torch.randn(3), 2.0), "got 2.0 (float)"),
+])
+def test_recompile_says_which_guard_failed(change, expect):
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(scaled, backend=cnt)
+    f(torch.randn(3), 2)
+    args = change()
+    assert torch.equal(f(*args), scaled(*args))
+    assert cnt.frame_count == 2 and minidynamo.counters["recompiles"]["total"] == 1
+    ctx = f._minidynamo_ctx
+    assert expect in ctx.recompile_reasons[0]
+
+
+def test_grad_mode_is_guarded():
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(scaled, backend=cnt)
+    x = torch.randn(3, requires_grad=True)
+    f(x, 2)
+    with torch.no_grad():
+        out = f(x, 2)
+    assert not out.requires_grad and cnt.frame_count == 2
+
+
+def test_recompile_limit_runs_eagerly_with_a_warning(monkeypatch):
+    monkeypatch.setattr(minidynamo.config, "recompile_limit", 2)
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(scaled, backend=cnt)
+    x = torch.randn(3)
+    f(x, 1)
+    f(x, 2)
+    with pytest.warns(UserWarning, match="recompile_limit"):
+        assert torch.equal(f(x, 3), scaled(x, 3))
+    assert cnt.frame_count == 2 and minidynamo.counters["eager_fallback"]["recompile_limit"] == 1
+
+
+def uses_item(x):
+    y = x * 2
+    if y.sum().item() > 0:
+        return y
+    return -y
+
+
+def test_unsupported_frame_runs_eagerly_with_reason_and_hint():
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(uses_item, backend=cnt)
+    x = torch.randn(5)
+    assert torch.equal(f(x), uses_item(x))
+    (reason,) = minidynamo.counters["eager_fallback"]
+    assert ".item()" in reason
+    err = f._minidynamo_ctx.fallbacks[0]
+    assert err.hint and err.user_stack[-1].lineno == uses_item.__code__.co_firstlineno + 2
+
+
+def test_fullgraph_raises_with_file_line_and_hint():
+    f = minidynamo.minicompile(uses_item, backend="eager", fullgraph=True)
+    with pytest.raises(minidynamo.exc.Unsupported) as info:
+        f(torch.randn(5))
+    text = str(info.value)
+    assert "test_guards_and_explain.py" in text and "hint:" in text and ".item()" in text
+
+
+def test_explain_fields_match_torch_dynamo():
+    def g(x):
+        return torch.relu(x).sum(-1) + 1
+
+    out = minidynamo.explain(g)(torch.randn(2, 3))
+    real = torch._dynamo.explain(g)(torch.randn(2, 3))
+    for field in ("graph_count", "graph_break_count", "op_count"):
+        assert getattr(out, field) == getattr(real, field), field
+    assert len(out.ops_per_graph) == 1 and len(out.out_guards) > 0 and "Graph Count: 1" in str(out)
+
+
+def test_internal_error_falls_back_instead_of_crashing(monkeypatch):
+    import minidynamo.symbolic_convert as sc
+
+    def broken(self, inst):
+        raise ZeroDivisionError("simulated translator bug")
+
+    monkeypatch.setattr(sc.InstructionTranslatorBase, "BINARY_OP", broken)
+    f = minidynamo.minicompile(scaled, backend="eager")
+    x = torch.randn(3)
+    assert torch.equal(f(x, 2), scaled(x, 2))
+    assert any("internal error" in r for r in minidynamo.counters["eager_fallback"])
+
+
+def test_module_wrapper_shares_parameters_and_respects_eval():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    cnt = CompileCounter()
+    om = minidynamo.minicompile(m, backend=cnt)
+    assert list(om.parameters())[0] is m[0].weight
+    assert set(om.state_dict()) == {f"_orig_mod.{k}" for k in m.state_dict()}
+    om.eval()
+    x = torch.randn(2, 4)
+    assert torch.equal(om(x), m(x)) and cnt.frame_count == 1
+    om.train()
+    torch.manual_seed(1)
+    a = om(x)
+    torch.manual_seed(1)
+    assert torch.equal(a, m(x)) and cnt.frame_count == 2
