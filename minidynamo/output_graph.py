@@ -41,7 +41,7 @@ def is_impure(node: torch.fx.Node) -> bool:
         return node.op in ("placeholder", "output")
     if name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS:
         return True
-    if t in (operator.setitem, torch._C._set_grad_enabled) or "profiler" in str(t):
+    if t in (operator.setitem, torch._C._set_grad_enabled) or "profiler" in str(t) or "out" in node.kwargs:
         return True
     return any(r in name for r in RANDOM_OPS)
 

@@ -257,8 +257,6 @@ class InstructionTranslatorBase:
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         from .variables.nn_module import NNModuleVariable
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
-            if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable):
-                unimplemented("assigning a tensor attribute on a module", "keep the tensor in a local")
             self.output.side_effects.store_attr(obj, name, value)
             return
         unimplemented(f"setting attribute {name!r} on {obj.describe()}")

@@ -165,8 +165,9 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     if is_constant_value(value) or isinstance(value, enum.Enum):
         return ConstantVariable(value)
     if isinstance(value, type):
+        from .ctx_manager import wrap_context_manager_class
         from .user_defined import UserDefinedClassVariable
-        return UserDefinedClassVariable(value)
+        return wrap_context_manager_class(value, None) or UserDefinedClassVariable(value)
     if dataclasses.is_dataclass(value) or True:
         from .user_defined import UserDefinedObjectVariable
         return UserDefinedObjectVariable(value, source=None, is_constant=True)

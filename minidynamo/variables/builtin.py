@@ -117,6 +117,11 @@ class BuiltinVariable(VariableTracker):
             return super().reconstruct(codegen)
         codegen.load_const_object(self.fn)
 
+    def var_getattr(self, tx, name):
+        from .builder import wrap_constant_result
+        value = getattr(self.fn, name)  # float.fromhex, dict.fromkeys, int.__name__ ...
+        return BuiltinVariable(value) if callable(value) else wrap_constant_result(value)
+
     def call_function(self, tx, args, kwargs):
         fn = self.fn
         if fn in UNTRACEABLE:
@@ -127,6 +132,9 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
+        if fn is dict.fromkeys:
+            value = args[1] if len(args) > 1 else ConstantVariable(None)
+            return DictVariable({k.as_python_constant(): value for k in args[0].unpack_var_sequence(tx)})
         if fn is functools.reduce:
             return self._reduce(tx, *args)
         if fn in OPERATOR_HANDLERS:

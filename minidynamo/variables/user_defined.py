@@ -177,7 +177,12 @@ class UserDefinedObjectVariable(VariableTracker):
         if pending is not None:
             return pending
         if name == "__class__":
-            return UserDefinedClassVariable(self.cls)
+            return wrap_constant_result(self.cls)
+        if self.is_constant:  # an object computed from constants (torch.finfo(...), ...): read it now
+            from .builtin import BuiltinVariable
+            value = getattr(self.value, name)
+            return BuiltinVariable(value) if callable(value) and not isinstance(value, type) \
+                else wrap_constant_result(value)
         if not self.built_here:
             d = getattr(self.value, "__dict__", {})
             if name in d and not isinstance(inspect.getattr_static(self.cls, name, None), property):
@@ -218,7 +223,12 @@ class SuperVariable(VariableTracker):
         first = tx.f_code.co_varnames[0] if tx.f_code.co_argcount else None
         if cls_cell is None or first is None:
             unimplemented("zero-argument super() outside a method")
-        return SuperVariable(cls_cell.get().as_python_constant(), tx.symbolic_locals[first])
+        if hasattr(cls_cell.value, "realize"):
+            cls_cell.value = cls_cell.value.realize(tx)
+        self_vt = tx.symbolic_locals[first]
+        if hasattr(self_vt, "realize"):
+            self_vt = tx.symbolic_locals[first] = self_vt.realize(tx)
+        return SuperVariable(cls_cell.get().as_python_constant(), self_vt)
 
     def var_getattr(self, tx, name):
         from .functions import UserMethodVariable, UserFunctionVariable
