@@ -16,7 +16,9 @@ import inspect
 import types
 from typing import Any, Callable
 
-from bytecode import Instr
+import dis
+
+from bytecode import Instr, Label
 
 from . import bytecode_transformation as bt
 from . import config
@@ -24,7 +26,10 @@ from .codegen import GRAPH_OUT, PyCodegen
 from .guards import GuardManager
 from .output_graph import OutputGraph
 from .source import LocalSource
-from .utils import counters
+from .exc import Unsupported, unimplemented
+from .resume_execution import (Continuation, GradModeExit, copy_instruction, enter_record_function,
+                               forward_jump_name, make_resume_code)
+from .utils import counters, unique_id
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker
 from .variables.dicts import DictVariable
@@ -50,19 +55,46 @@ class CacheEntry:
         return self.guard_manager.guards
 
 
-def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable) -> CacheEntry:
-    """Translate ``fn``'s code for these inputs; raises ``Unsupported`` if the frame cannot be captured."""
+def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None) -> CacheEntry:
+    """Translate ``fn``'s code for these inputs; raises ``Unsupported`` if the frame cannot be captured.
+
+    Restart on failure: if tracing fails at an instruction of this frame where a graph break is possible, the
+    translation starts again and, at that instruction, compiles the graph so far and breaks there.
+    """
+    try:
+        return translate(fn, f_locals, compiler_fn, ctx)
+    except Unsupported as e:
+        offset = getattr(e, "root_offset", None)
+        if ctx is None or ctx.fullgraph or not can_break_at(fn.__code__, offset):
+            raise
+        entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=offset)
+        counters["graph_break"][e.reason] += 1
+        ctx.graph_breaks.append(e)
+        return entry
+
+
+def can_break_at(code: types.CodeType, offset: int | None) -> bool:
+    if offset is None or code.co_cellvars or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE):
+        return False
+    inst = next(i for i in bt.decode(code) if i.offset == offset)
+    return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None,
+              break_offset: int | None = None) -> CacheEntry:
     from .symbolic_convert import InstructionTranslator
 
     code = fn.__code__
     counters["frames"]["total"] += 1
     output = OutputGraph(code, fn.__globals__, f_locals, compiler_fn, fn.__qualname__)
+    output.ctx = ctx
+    output.closure = fn.__closure__
     symbolic_locals = {name: LazyVariableTracker(LocalSource(name), f_locals[name])
                        for name in code.co_varnames[:arg_count(code)] if name in f_locals}
     cells = {name: CellVariable(LazyVariableTracker(LocalSource(name, is_cell=True), f_locals[name]),
                                 source=LocalSource(name, is_cell=True))
              for name in code.co_freevars if name in f_locals}
-    tx = InstructionTranslator(code, fn.__globals__, symbolic_locals, cells, output)
+    tx = InstructionTranslator(code, fn.__globals__, symbolic_locals, cells, output, break_offset=break_offset)
     tx.run()
     guard_manager = GuardManager(output.guard_list())
     new_code = bt.make_code(code, tx.output_instructions)
@@ -88,6 +120,8 @@ def tensors_to_output(values: list[VariableTracker]) -> list[TensorVariable]:
     out: dict[int, TensorVariable] = {}
 
     def walk(v):
+        if not isinstance(v, VariableTracker):
+            return
         if isinstance(v, TensorVariable):
             if v.source is None:
                 out.setdefault(id(v), v)
@@ -101,6 +135,8 @@ def tensors_to_output(values: list[VariableTracker]) -> list[TensorVariable]:
                 walk(item)
         elif hasattr(v, "obj"):  # bound methods
             walk(v.obj)
+        elif hasattr(v, "call_arg"):  # a callee wrapped at a graph break
+            walk(v.call_arg)
 
     for v in values:
         walk(v)
@@ -133,3 +169,199 @@ def compile_and_return(tx, return_value: VariableTracker) -> list[Instr]:
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
     return head.instructions + tail.instructions
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Graph breaks (see resume_execution.py for the picture).
+# ----------------------------------------------------------------------------------------------------------------
+NOT_BREAKABLE = {"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "LOAD_FAST", "LOAD_FAST_CHECK",
+                 "LOAD_FAST_AND_CLEAR", "LOAD_CLOSURE", "LOAD_DEREF", "MAKE_CELL", "COPY_FREE_VARS", "RESUME",
+                 "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR", "KW_NAMES", "PRECALL",
+                 "END_FOR", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", "SEND", "RAISE_VARARGS", "RERAISE",
+                 "NOP", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "COPY", "SWAP", "POP_TOP", "LOAD_CONST",
+                 "STORE_GLOBAL", "FOR_ITER_NOT_OPAQUE"}
+JUMPS = {f"POP_JUMP_{d}IF_{c}" for d in ("", "FORWARD_", "BACKWARD_") for c in ("TRUE", "FALSE", "NONE", "NOT_NONE")}
+
+
+class _Loaded(VariableTracker):
+    """A value the generated code loads from a stashed object (a compiled callee, a GradModeExit...)."""
+
+    def __init__(self, obj, call_arg: VariableTracker | None = None, call_fn=None):
+        super().__init__()
+        self.obj = obj
+        self.call_arg = call_arg
+        self.call_fn = call_fn
+
+    def reconstruct(self, codegen):
+        if self.call_fn is not None:  # call_fn(obj, call_arg) at run time
+            codegen.load_const_object(self.call_fn, push_null=True)
+            codegen.load_const_object(self.obj)
+            codegen(self.call_arg)
+            codegen.call(2)
+        else:
+            codegen.load_const_object(self.obj)
+
+
+class _Entered(VariableTracker):
+    """A record_function region re-entered natively: ``enter_record_function(name)`` returns its ``__exit__``."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(enter_record_function, push_null=True)
+        codegen.load_const(self.name)
+        codegen.call(1)
+
+
+def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
+    """Stack entries that only exist in the tracer become real objects the native code can use."""
+    from .variables import NullVariable, WithExitFunctionVariable
+    from .variables.ctx_manager import GradModeVariable, RecordFunctionVariable
+    if isinstance(v, WithExitFunctionVariable):
+        if isinstance(v.ctx, GradModeVariable):
+            return _Loaded(GradModeExit(v.ctx.prev))
+        if isinstance(v.ctx, RecordFunctionVariable):
+            v.ctx.exit(tx)  # close the region inside this graph; re-open it natively
+            return _Entered(v.ctx.name)
+    return v
+
+
+def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
+    """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
+    from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
+    from .variables.nn_module import has_hooks
+    ctx = tx.output.ctx
+    if getattr(getattr(v, "fn", None), "__module__", "").startswith("torch"):
+        return v  # PyTorch's own Python code runs as it is
+    if isinstance(v, UserMethodVariable) and not hasattr(v.fn, "_minidynamo_disable"):
+        return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)
+    if isinstance(v, UserFunctionVariable) and not getattr(v.fn, "_minidynamo_disable", False) \
+            and not getattr(v.fn, "_minidynamo_graph_break", False):
+        return _Loaded(ctx.wrapped(v.fn))
+    if isinstance(v, NNModuleVariable) and not has_hooks(v.module):
+        return _Loaded(ctx.wrapped(type(v.module).forward), v, types.MethodType)
+    return v
+
+
+def callee_slot(inst, stack: list) -> int | None:
+    """Index in ``stack`` of the callable a CALL at ``inst`` calls."""
+    if inst.opname == "CALL":
+        n = inst.arg
+        return len(stack) - n - 2 if not _is_null(stack[-n - 2]) else len(stack) - n - 1
+    if inst.opname == "CALL_FUNCTION_EX":
+        return len(stack) - 2 - (inst.arg & 1)
+    return None
+
+
+def _is_null(v) -> bool:
+    from .variables import NullVariable
+    return isinstance(v, NullVariable)
+
+
+def compile_and_break(tx, inst) -> list:
+    """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function."""
+    output = tx.output
+    code = output.f_code
+    stack = list(tx.stack)
+    slot = callee_slot(inst, stack)
+    consumed_null = slot - 1 if slot is not None and slot > 0 and _is_null(stack[slot - 1]) else None
+    # [Note: virtual NULLs] A NULL the native instruction does not consume is never pushed: it cannot be saved
+    # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
+    virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
+    stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
+    if slot is not None:
+        stack[slot] = wrap_callee(tx, stack[slot])
+    live = sorted(n for n in tx.symbolic_locals if not n.startswith("___stack_"))  # those were pushed already
+    local_vts = [tx.symbolic_locals[n] for n in live]
+    outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct())
+    cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
+    for name, v in zip(live, local_vts):  # read everything before any mutation is applied
+        cg(v)
+        cg.store_local(f"___live_{name}")
+    for v, is_virtual in zip(stack, virtual):
+        if not is_virtual:
+            cg(v)
+    output.side_effects.codegen(cg)
+    if tx.kw_names:
+        cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
+    name, sources = output.compile_subgraph(outputs)
+    output.compiled_name = name
+    head = PyCodegen(tx, code, output.f_globals)
+    if name is not None:
+        head.load_global(name, push_null=True)
+        for source in sources:
+            source.reconstruct(head)
+        head.call(len(sources))
+        head.append(Instr("STORE_FAST", GRAPH_OUT))
+    instrs = list(tx.instructions)
+    nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
+    if inst.opname in JUMPS:
+        taken = Label()
+        cg.append(Instr(forward_jump_name(inst.opname), taken))
+        continue_at(tx, cg, nxt, virtual[:-1], live)
+        cg.append(taken)
+        continue_at(tx, cg, inst.argval, virtual[:-1], live)
+    elif inst.opname == "FOR_ITER":
+        done = Label()
+        cg.append(Instr("FOR_ITER", done))
+        continue_at(tx, cg, nxt, virtual + [False], live)
+        cg.append(done)
+        if bt.PY312:
+            cg.append(Instr("END_FOR"))
+            after = instrs[tx.index_of[inst.argval] + 1].offset
+        else:
+            after = inst.argval
+        continue_at(tx, cg, after, virtual[:-1], live)
+    elif pushes_null(inst):  # run it in the no-NULL form; the NULL below the result becomes virtual
+        if inst.opname == "LOAD_GLOBAL":
+            cg.load_global(inst.argval, push_null=False)
+            after = virtual + [True, False]
+        else:
+            cg.load_attr(inst.argval)
+            after = virtual[:-1] + [True, False]
+        continue_at(tx, cg, nxt, after, live)
+    else:
+        if bt.PY311 and inst.opname == "CALL":
+            cg.append(Instr("PRECALL", inst.arg))
+        cg.append(copy_instruction(code, inst.offset))
+        effect = dis.stack_effect(dis.opmap[inst.opname], inst.arg, jump=False) if inst.arg is not None \
+            else dis.stack_effect(dis.opmap[inst.opname])
+        if bt.PY311 and inst.opname == "CALL":
+            effect -= inst.arg
+        depth = len(virtual) + effect
+        continue_at(tx, cg, nxt, [k < len(virtual) and virtual[k] for k in range(depth)], live)
+    return head.instructions + cg.instructions
+
+
+def pushes_null(inst) -> bool:
+    if inst.opname == "LOAD_METHOD":
+        return True
+    return inst.opname in ("LOAD_GLOBAL", "LOAD_ATTR") and bool(inst.arg & 1) and \
+        (inst.opname == "LOAD_GLOBAL" or bt.PY312)
+
+
+def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live: list[str]) -> None:
+    """Save the stack and return ``Continuation(resume_fn, *stack, *live locals)``.
+
+    ``virtual[k]`` marks stack slot ``k`` as a NULL that is not on the real stack (see [Note: virtual NULLs]).
+    """
+    output = tx.output
+    if offset is None:
+        unimplemented("graph break at the last instruction")
+    slots = [None if v else f"___stack_{k}" for k, v in enumerate(virtual)]
+    stack_names = [n for n in slots if n is not None]
+    for n in reversed(stack_names):
+        cg.store_local(n)
+    resume_name, resume_fn = output.ctx.resume_function(output.f_code, offset, slots, live,
+                                                        output.f_globals, output.closure)
+    cg.load_const_object(Continuation, push_null=True)
+    cg.load_const_object(output.ctx)
+    cg.load_global(resume_name)
+    for n in stack_names:
+        cg.load_local(n)
+    for n in live:
+        cg.load_local(f"___live_{n}")
+    cg.call(2 + len(stack_names) + len(live))
+    cg.append(Instr("RETURN_VALUE"))

@@ -25,6 +25,7 @@ from . import config
 from .backends import lookup_backend
 from .convert_frame import CacheEntry, convert_frame
 from .exc import Unsupported
+from .resume_execution import Continuation
 from .utils import counters
 
 _contexts: "weakref.WeakSet[CompileContext]" = weakref.WeakSet()
@@ -42,6 +43,9 @@ class CompileContext:
         self.fallbacks: list[Unsupported] = []
         self.recompile_reasons: list[str] = []
         self.signatures: dict[types.CodeType, inspect.Signature] = {}
+        self.graph_breaks: list[Unsupported] = []
+        self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
+        self.wrappers: dict[types.FunctionType, Callable] = {}
         _contexts.add(self)
 
     def reset(self) -> None:
@@ -49,6 +53,26 @@ class CompileContext:
         self.skipped.clear()
         self.fallbacks.clear()
         self.recompile_reasons.clear()
+        self.graph_breaks.clear()
+        self.resume_fns.clear()
+
+    def wrapped(self, fn: types.FunctionType) -> Callable:
+        """``fn`` compiled by this context when called (a callee that ran natively at a graph break)."""
+        if fn not in self.wrappers:
+            self.wrappers[fn] = self.wrap(fn)
+        return self.wrappers[fn]
+
+    def resume_function(self, code, offset: int, stack_slots: list, live: list, f_globals: dict, closure):
+        """The resume function for (code, offset, stack layout, live locals), made once and cached."""
+        from .resume_execution import make_resume_code
+        key = (code, offset, tuple(s is None for s in stack_slots), tuple(live))
+        if key not in self.resume_fns:
+            name = f"__resume_at_{offset}_{len(self.resume_fns) + 1}"
+            new_code = make_resume_code(code, offset, stack_slots, live, name)
+            fn = types.FunctionType(new_code, f_globals, name, None, closure)
+            f_globals[name] = fn
+            self.resume_fns[key] = (name, fn)
+        return self.resume_fns[key]
 
     # --- the hook -----------------------------------------------------------------------------------------
     def wrap(self, fn: Callable) -> Callable:
@@ -76,6 +100,13 @@ class CompileContext:
         return f_locals
 
     def __call__(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        """Run one call, following the continuations its graph breaks return (see [Note: trampoline])."""
+        result = self.run_frame(fn, args, kwargs)
+        while type(result) is Continuation:
+            result = result.ctx.run_frame(result.fn, result.args, {})
+        return result
+
+    def run_frame(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         code = fn.__code__
         if code in self.skipped:
             return fn(*args, **kwargs)
@@ -103,7 +134,7 @@ class CompileContext:
 
     def compile_and_call(self, fn, f_locals, args, kwargs):
         try:
-            entry = convert_frame(fn, f_locals, self.backend)
+            entry = convert_frame(fn, f_locals, self.backend, self)
         except Unsupported as e:
             if self.fullgraph:
                 raise

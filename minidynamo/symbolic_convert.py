@@ -102,6 +102,8 @@ class InstructionTranslatorBase:
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = self.user_stack()
+            if self.parent is None and getattr(e, "root_offset", None) is None:
+                e.root_offset = inst.offset  # where the root frame would break (a CALL, for inlined callees)
             raise
 
     def depth(self) -> int:
@@ -590,11 +592,29 @@ class InstructionTranslatorBase:
 
 
 class InstructionTranslator(InstructionTranslatorBase):
-    """The root frame's translator: at RETURN_VALUE it compiles the graph and produces the transformed code."""
+    """The root frame's translator: at RETURN_VALUE it compiles the graph and produces the transformed code.
 
-    def __init__(self, *args, **kwargs):
+    On a restart after a failure (``break_offset`` set), reaching that instruction compiles the graph so far and
+    emits a graph break instead of tracing it (``convert_frame.compile_and_break``).
+    """
+
+    def __init__(self, *args, break_offset: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.output_instructions: list | None = None
+        self.break_offset = break_offset
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        if inst.offset != self.break_offset:
+            return super().step()
+        from .convert_frame import compile_and_break
+        self.current_instruction = inst
+        self.ip += 1
+        if inst.lineno is not None:
+            self.lineno = inst.lineno
+        self.output.current_tx = self
+        self.output_instructions = compile_and_break(self, inst)
+        self.done = True
 
     def RETURN_VALUE(self, inst):
         from .convert_frame import compile_and_return

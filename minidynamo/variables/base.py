@@ -108,6 +108,10 @@ class BoundMethodVariable(VariableTracker):
     def describe(self) -> str:
         return f"method {self.name!r} of {self.obj.describe()}"
 
+    def reconstruct(self, codegen) -> None:
+        codegen(self.obj)
+        codegen.load_attr(self.name)
+
     def _repr_body(self) -> str:
         return f"{self.obj!r}.{self.name}"
 

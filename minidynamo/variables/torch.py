@@ -69,6 +69,10 @@ class TorchVariable(VariableTracker):
         fn = self.fn
         if fn in UNSUPPORTED and UNSUPPORTED[fn]:
             unimplemented(UNSUPPORTED[fn], "call it outside the compiled function")
+        if fn is torch._C._set_grad_enabled:
+            from .ctx_manager import set_grad_mode
+            set_grad_mode(tx, args[0].as_python_constant())
+            return ConstantVariable(None)
         if fn is torch.set_grad_enabled:
             from .ctx_manager import GradModeVariable
             return GradModeVariable.create(tx, args[0].as_python_constant(), initially_applied=True)

@@ -196,7 +196,12 @@ class UserDefinedObjectVariable(VariableTracker):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def call_function(self, tx, args, kwargs):
-        return self.call_method(tx, "__call__", args, kwargs)
+        call = inspect.getattr_static(self.cls, "__call__", None)
+        if not isinstance(call, types.FunctionType):
+            unimplemented(f"calling {self.describe()} (not a Python function: {type(call).__name__})",
+                          "call it outside the compiled function")
+        from .functions import UserMethodVariable
+        return UserMethodVariable(call, self).call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen):
         if self.source is not None:

@@ -1,0 +1,156 @@
+"""Graph breaks: resume functions, continuations, and the helpers the transformed code calls at a break.
+
+When the translator cannot trace instruction ``I``, the transformed code (1) runs the graph captured so far,
+(2) rebuilds the stack and runs ``I`` *natively*, then (3) hands the stack and the live locals to a **resume
+function**, ``__resume_at_<offset>_<n>``: a copy of the original code whose prologue pushes the saved stack and jumps
+to the instruction after ``I``.  The resume function is wrapped by the same compile context, so it is itself
+translated, guarded and cached the first time it is called -- as PEP 523 would do for a new frame.
+
+    def toy(x):                          transformed toy:
+        a = torch.sin(x)                     ___graph_out = __compiled_fn_0(x)        # graph: a = sin(x), s = a.sum()
+        if a.sum() > 0:   # break            if ___graph_out[1] > 0: return Continuation(__resume_at_30_1, a)
+            return a * 2                     else:                  return Continuation(__resume_at_38_2, a)
+        return a - 1
+
+[Note: trampoline]  Transformed code does not *call* the resume function: it returns a ``Continuation`` and the
+wrapper in ``eval_frame`` calls it in a loop.  A graph break inside a loop therefore costs no Python stack depth per
+iteration (real Dynamo gives up on such frames; we keep compiling the loop body, see DESIGN.md).
+Mirrors ``torch/_dynamo/resume_execution.py``.
+"""
+from __future__ import annotations
+
+import dis
+import types
+
+import torch
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+
+from . import bytecode_transformation as bt
+
+
+class Continuation:
+    """What transformed code returns at a graph break: call ``fn(*args)`` next (see [Note: trampoline])."""
+
+    __slots__ = ("ctx", "fn", "args")
+
+    def __init__(self, ctx, fn, *args):
+        self.ctx = ctx
+        self.fn = fn
+        self.args = args
+
+    def __repr__(self) -> str:
+        return f"Continuation({self.fn.__name__}, {len(self.args)} args)"
+
+
+class GradModeExit:
+    """The ``__exit__`` of a ``torch.no_grad()``/``enable_grad()`` block entered inside a graph: restores ``prev``."""
+
+    def __init__(self, prev: bool):
+        self.prev = prev
+
+    def __call__(self, *exc_info) -> bool:
+        torch._C._set_grad_enabled(self.prev)
+        return False
+
+
+def enter_record_function(name: str):
+    """Re-enter a ``record_function`` region natively after a break; returns its ``__exit__``."""
+    rf = torch.autograd.profiler.record_function(name)
+    rf.__enter__()
+    return rf.__exit__
+
+
+def abstract_instructions(code: types.CodeType) -> tuple[Bytecode, dict[int, Instr]]:
+    """The ``bytecode`` form of ``code`` and, for each ``dis`` offset, its instruction object."""
+    bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    instrs = [i for i in bc if isinstance(i, Instr)]
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    assert len(instrs) == len(offsets), "bytecode and dis disagree on this code object"
+    return bc, dict(zip(offsets, instrs))
+
+
+def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list[str | None],
+                     local_names: list[str], name: str) -> types.CodeType:
+    """A copy of ``code`` that starts at ``target_offset`` with the given stack.
+
+    Its parameters are the saved stack values (``stack_slots``; None is a NULL pushed by the prologue) and then the
+    live locals (``local_names``).
+    """
+    stack_names = [s for s in stack_slots if s is not None]
+    bc, by_offset = abstract_instructions(code)
+    target = by_offset[target_offset]
+    label = Label()
+    body = []
+    for ins in bc:
+        if ins is target:
+            body.append(label)
+        body.append(ins)
+    prologue = [Instr("COPY_FREE_VARS", len(code.co_freevars))] if code.co_freevars else []
+    prologue += [Instr("RESUME", 0), *[Instr("PUSH_NULL") if s is None else Instr("LOAD_FAST", s)
+                                       for s in stack_slots], Instr("JUMP_FORWARD", label)]
+    new = Bytecode(prologue + nop_dead_code(body, prologue))
+    new.argnames = list(stack_names) + list(local_names)
+    new.argcount = len(new.argnames)
+    new.posonlyargcount = 0
+    new.kwonlyargcount = 0
+    new.freevars = list(code.co_freevars)
+    new.cellvars = []
+    new.filename = code.co_filename
+    new.first_lineno = code.co_firstlineno
+    new.flags = code.co_flags & ~(0x04 | 0x08)  # no *args / **kwargs
+    new.name = name
+    new.qualname = name
+    return new.to_code(compute_exception_stack_depths=False)
+
+
+UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_ABSOLUTE"}
+TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+
+
+def nop_dead_code(body: list, prologue: list) -> list:
+    """Replace instructions unreachable from the new entry by NOPs.
+
+    The copied original code before the resume point is dead; left as is, its stack effects would be counted from
+    an empty stack (the ``bytecode`` package then fails to compute the stack size).  Labels and try blocks stay.
+    """
+    items = prologue + body
+    where = {id(x): k for k, x in enumerate(items) if isinstance(x, Label)}
+    handler_of, current = {}, None
+    for k, x in enumerate(items):  # the try block (if any) around each position
+        if isinstance(x, TryBegin):
+            current = x
+        elif isinstance(x, TryEnd):
+            current = None
+        handler_of[k] = current
+    live, work = set(), [0]
+    while work:
+        k = work.pop()
+        if k >= len(items) or k in live:
+            continue
+        live.add(k)
+        x = items[k]
+        if handler_of.get(k) is not None and isinstance(x, Instr):
+            work.append(where[id(handler_of[k].target)])
+        if not isinstance(x, Instr):
+            work.append(k + 1)
+            continue
+        if isinstance(x.arg, Label):
+            work.append(where[id(x.arg)])
+        if x.name not in UNCONDITIONAL and x.name not in TERMINAL:
+            work.append(k + 1)
+    out = []
+    for k, x in enumerate(items[len(prologue):], start=len(prologue)):
+        out.append(x if k in live or not isinstance(x, Instr) else Instr("NOP", location=x.location))
+    return out
+
+
+def copy_instruction(code: types.CodeType, offset: int) -> Instr:
+    """The instruction at ``offset`` of ``code``, to be run natively in generated code."""
+    _, by_offset = abstract_instructions(code)
+    ins = by_offset[offset]
+    return Instr(ins.name, ins.arg) if ins.name not in ("RETURN_VALUE",) else Instr(ins.name)
+
+
+def forward_jump_name(opname: str) -> str:
+    """3.11 has direction-specific conditional jumps; generated code only jumps forward."""
+    return opname.replace("BACKWARD", "FORWARD") if bt.PY311 else opname
