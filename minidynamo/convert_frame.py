@@ -77,7 +77,23 @@ def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_cellvars or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE):
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
+    if inside_try_block(code, offset):
+        return False  # an exception from the native instruction must reach the user's handler: run eagerly
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+def inside_try_block(code: types.CodeType, offset: int) -> bool:
+    """Is ``offset`` protected by a try/except/finally handler (``with`` blocks and 3.12 comprehensions aside)?"""
+    instrs = bt.decode(code)
+    index = {i.offset: k for k, i in enumerate(instrs)}
+    for entry in dis.Bytecode(code).exception_entries:
+        if not entry.start <= offset < entry.end:
+            continue
+        k = index.get(entry.target)
+        handler = [i.opname for i in instrs[k:k + 2]] if k is not None else []
+        if handler[:1] == ["PUSH_EXC_INFO"] and handler[1:2] != ["WITH_EXCEPT_START"]:
+            return True
+    return False
 
 
 def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None,

@@ -28,6 +28,8 @@ import traceback
 import types
 from typing import Any
 
+import torch
+
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
 from .exc import Unsupported, unimplemented
@@ -258,6 +260,11 @@ class InstructionTranslatorBase:
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         from .variables.nn_module import NNModuleVariable
+        cls = obj.python_type() if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) else None
+        if cls is not None and (hasattr(inspect.getattr_static(cls, name, None), "__set__") or
+                                (cls.__setattr__ is not object.__setattr__ and not issubclass(cls, torch.nn.Module))):
+            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__} has a property setter or "
+                          "__setattr__)", "assign it outside the compiled function")
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
             self.output.side_effects.store_attr(obj, name, value)
             return

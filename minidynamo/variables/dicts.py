@@ -99,6 +99,12 @@ class DictVariable(VariableTracker):
             unimplemented(f"KeyError {k!r} while tracing")
         return self.items.pop(k, default)
 
+    def _m_popitem(self, tx):
+        if not self.items:
+            unimplemented("popitem() on an empty dict while tracing")
+        k, v = self.items.popitem()
+        return TupleVariable([ConstantVariable(k), v])
+
     def _m_setdefault(self, tx, key, default=None):
         return self.items.setdefault(const_key(key), default or ConstantVariable(None))
 

@@ -73,15 +73,31 @@ def uses_item(x):
     return -y
 
 
-def test_unsupported_frame_runs_eagerly_with_reason_and_hint():
+def test_item_breaks_the_graph_with_reason_hint_and_line():
     cnt = CompileCounter()
     f = minidynamo.minicompile(uses_item, backend=cnt)
     x = torch.randn(5)
     assert torch.equal(f(x), uses_item(x))
-    (reason,) = minidynamo.counters["eager_fallback"]
-    assert ".item()" in reason
-    err = f._minidynamo_ctx.fallbacks[0]
+    (reason,) = minidynamo.counters["graph_break"]
+    assert ".item()" in reason and not minidynamo.counters["eager_fallback"]
+    err = f._minidynamo_ctx.graph_breaks[0]
     assert err.hint and err.user_stack[-1].lineno == uses_item.__code__.co_firstlineno + 2
+    assert cnt.frame_count == 2  # x * 2 and .sum() before the break; -y or nothing after it
+
+
+def test_frame_that_cannot_break_runs_eagerly_with_reason():
+    def f(x):
+        try:
+            return {"a": x}["b"]
+        except KeyError:
+            return x + 1
+
+    cnt = CompileCounter()
+    cf = minidynamo.minicompile(f, backend=cnt)
+    x = torch.randn(3)
+    assert torch.equal(cf(x), f(x))
+    (reason,) = minidynamo.counters["eager_fallback"]
+    assert "KeyError" in reason and cnt.frame_count == 0
 
 
 def test_fullgraph_raises_with_file_line_and_hint():

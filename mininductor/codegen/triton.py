@@ -1,0 +1,497 @@
+"""``TritonKernel``: one fused scheduler node -> the source of one ``@triton.jit`` kernel (mirrors
+``torch/_inductor/codegen/triton.py``).
+
+Three shapes of kernel, named like Inductor's:
+
+* ``triton_poi_*`` pointwise: a 1-D block of ``XBLOCK`` elements per program -- or, on the GPU, a 2-D
+  ``XBLOCK x RBLOCK`` tile when some operand is read transposed (``_choose_tiling``).
+* ``triton_per_*`` persistent reduction: ``XBLOCK`` rows x the whole row (``RBLOCK >= rnumel``) in registers;
+  every node of the kernel runs once, and a node that reads a reduction's result gets the register value.
+* ``triton_red_*`` looped reduction: rows too long for registers are walked in ``RBLOCK`` chunks; each node that
+  needs the row gets a loop (nodes that do not depend on each other's results share one).
+
+Each node's body runs with this kernel installed as the ``ops`` handler: every op appends a line and returns a
+CSE'd variable name; ``load`` of a buffer that an earlier node of the kernel stored at the same index returns the
+stored variable (no memory round trip), and a store whose buffer no one outside the kernel reads is dropped.
+Reductions and scans are in ``triton_reduction.py``, the text of each op in ``triton_ops.py``.
+
+A softmax over rows of 130 (persistent; abridged)::
+
+    tmp0 = tl.load(in_ptr0 + (rindex + 130*xindex), xmask & rmask, other=0)
+    tmp3 = tl.max(tl.where(xmask & rmask, tmp0, float('-inf')), 1)[:, None]
+    tmp6 = tl.exp(tmp0 - tmp3)
+    tmp9 = tl.sum(tl.where(xmask & rmask, tmp6, 0), 1)[:, None]
+    tl.store(out_ptr2 + (rindex + 130*xindex), tmp6 / tmp9, xmask & rmask)
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import sympy
+import torch
+
+from .. import config
+from ..indexing import FloorDiv, ModularIndexing, linear_stride, next_power_of_2, simplify_index, sym, texpr
+from ..scheduler import RINDEX, XINDEX, FusedSchedulerNode
+from ..virtualized import V
+from .triton_ops import BINARY, TL_DTYPE, UNARY, compute_dtype, constant_repr
+from .triton_reduction import ReductionCodegenMixin
+
+
+class _Scope:
+    """CSE and store caches; a loop's scope sees the enclosing (per-program) scope's values."""
+
+    def __init__(self, parent: _Scope | None) -> None:
+        self.parent, self.cse, self.stores = parent, {}, {}
+
+    def lookup(self, table: str, key):
+        scope = self
+        while scope is not None:
+            value = getattr(scope, table).get(key)
+            if value is not None:
+                return value
+            scope = scope.parent
+        return None
+
+
+class _Section:
+    """A run of code: ``plain`` (once per program) or ``loop`` (once per RBLOCK chunk of the row)."""
+
+    def __init__(self, kind: str, scope: _Scope) -> None:
+        self.kind, self.scope = kind, scope
+        self.lines: list = []
+        self.pre: list = []
+        self.post: list = []
+        self.finalized: set[str] = set()
+        self.barrier = False
+
+
+class _Store:
+    def __init__(self, name: str, text: str) -> None:
+        self.name, self.text = name, text
+
+
+class TritonKernel(ReductionCodegenMixin):
+    def __init__(self, fused: FusedSchedulerNode, internal: set[str], device: torch.device, index: int) -> None:
+        self.fused, self.internal, self.device = fused, internal, device
+        self.numel, self.rnumel = fused.group()
+        self.interpret = device.type != "cuda"
+        self.hint = self._reduction_hint()
+        self.kind = self._choose_kind()
+        if self.kind == "poi" and (not self.interpret or config.tile_in_interpreter):
+            tiling = self._choose_tiling()
+            if tiling is not None:
+                self.kind, (self.numel, self.rnumel) = "tile", tiling
+        self.ndim = 1 if self.kind == "poi" else 2
+        self.args: dict[str, str] = {}
+        self.dtypes: dict[str, torch.dtype] = {}
+        self.index_vars: dict[Any, str] = {}
+        self.top = _Scope(None)
+        self.sections: list[_Section] = [_Section("plain", self.top)]
+        self._tmp = itertools.count()
+        self._acc = itertools.count()
+        self.loaded_from_memory: set[str] = set()
+        self.mask_stack: list[str] = []
+        self.r_node = False
+        self._in_post = False  # True while emitting a looped reduction's final reduce (after its loop)
+        self.name = self._kernel_name(index)
+        self.bytes_accessed = 0
+
+    # ------------------------------------------------------------------------------------------- naming
+    def _reduction_hint(self) -> str:
+        """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns)."""
+        if self.rnumel == 1:
+            return "inner"
+        for snode in self.fused.snodes:
+            reads, _ = snode.canonical_deps((self.numel, self.rnumel))
+            for idxs in reads.values():
+                if any(linear_stride(i, RINDEX) == 1 for i in idxs):
+                    return "inner"
+        return "outer"
+
+    def _choose_tiling(self) -> tuple[int, int] | None:
+        """A 2-D tile for a pointwise kernel that reads (or writes) some dim other than the last contiguously --
+        a transpose: split the loop after that dim, so both the transposed and the straight accesses walk
+        memory contiguously along one axis of the tile (Inductor's ``select_tiling``)."""
+        first = self.fused.snodes[0]
+        sizes = list(first.node.get_size())
+        handler = first._record(first.own_group())
+        exprs = [e for _, e in handler.loads + handler.stores]
+        dims = [k for k, s in enumerate(sizes) if s != 1]
+        for k in dims[:-1]:
+            var = sym(f"i{k}")
+            if any(linear_stride(simplify_index(e), var) == 1 for e in exprs):
+                outer = 1
+                for s in sizes[:k + 1]:
+                    outer *= s
+                inner = self.numel // outer
+                if outer < 16 or inner < 16 or inner > 65535 * 32:  # grid axis 1 holds at most 65535
+                    return None
+                if all(n.plan((outer, inner)) is not None for n in self.fused.snodes):
+                    return outer, inner
+                return None
+        return None
+
+    def _choose_kind(self) -> str:
+        if self.rnumel == 1:
+            return "poi"
+        if config.looped_reduction_rblock:
+            return "red"
+        if self.hint == "outer" and not self.interpret:
+            return "red"
+        limit = config.interpret_block_max if self.interpret else config.persistent_reduction_max
+        return "per" if next_power_of_2(self.rnumel) <= limit else "red"
+
+    def _kernel_name(self, index: int) -> str:
+        names = []
+        for node in sorted({o for n in self.fused.snodes for o in n.node.origins if o is not None},
+                           key=lambda o: _node_position(o)):
+            target = node.meta.get("original_aten") or node.target
+            name = getattr(target, "_opname", None) or getattr(target, "__name__", str(target))
+            if name not in names:
+                names.append(name)
+        # sorted like Inductor's names, capped so a long fusion still gives a readable name
+        kind = "poi" if self.kind == "tile" else self.kind
+        return f"triton_{kind}_fused_{'_'.join(sorted(names)[:6]) or 'kernel'}_{index}"
+
+    # ------------------------------------------------------------------------------------------- scopes
+    @property
+    def section(self) -> _Section:
+        return self.sections[-1]
+
+    @property
+    def scope(self) -> _Scope:
+        return self.top if self._in_post else self.section.scope
+
+    @property
+    def lines(self) -> list:
+        return self.section.post if self._in_post else self.section.lines
+
+    def _emit(self, text: str, dtype: torch.dtype, cse: bool = True) -> str:
+        if cse:
+            hit = self.scope.lookup("cse", text)
+            if hit is not None:
+                return hit
+        var = f"tmp{next(self._tmp)}"
+        self.lines.append(f"{var} = {text}")
+        if cse:
+            self.scope.cse[text] = var
+        self.dtypes[var] = dtype
+        return var
+
+    def _dtype(self, value) -> torch.dtype:
+        return self.dtypes.get(value, torch.float32) if isinstance(value, str) else torch.float32
+
+    # ------------------------------------------------------------------------------------------- indexing
+    def _index(self, expr) -> str:
+        expr = simplify_index(sympy.sympify(expr))
+        replacements = {}
+        for atom in expr.atoms(FloorDiv, ModularIndexing):
+            if atom.args[0] in (XINDEX, RINDEX):
+                replacements[atom] = sym(self._index_var(atom))
+        return texpr(expr.xreplace(replacements))
+
+    def _index_var(self, atom) -> str:
+        if atom not in self.index_vars:
+            prefix = "x" if atom.args[0] == XINDEX else "r"
+            self.index_vars[atom] = f"{prefix}{sum(1 for v in self.index_vars.values() if v[0] == prefix)}"
+        return self.index_vars[atom]
+
+    def _index_var_lines(self, prefix: str) -> list[str]:
+        return [f"{name} = {texpr(atom)}" for atom, name in self.index_vars.items() if name[0] == prefix]
+
+    def _mask(self, index_str: str, r_node: bool) -> str | None:
+        masks = ["xmask"]
+        if self.kind != "poi" and (r_node or self.kind == "tile" or "r" in _free_names(index_str)):
+            masks.append("rmask")
+        masks += self.mask_stack
+        return " & ".join(masks)
+
+    def _arg(self, name: str, prefix: str) -> str:
+        if name not in self.args:
+            count = sum(1 for a in self.args.values() if a.startswith(prefix))
+            self.args[name] = f"{prefix}{count}"
+        return self.args[name]
+
+    # ------------------------------------------------------------------------------------------- ops
+    def load(self, name: str, index) -> str:
+        idx = self._index(index)
+        stored = self.scope.lookup("stores", (name, idx))
+        if stored is not None:
+            return stored
+        if name in self.internal:
+            self.loaded_from_memory.add(name)
+            if self.section.kind == "loop" and self.kind == "red":
+                self.section.barrier = True
+        dtype = V.graph.get_dtype(name)
+        ptr = self._arg(name, "in_ptr")
+        if not sympy.sympify(index).free_symbols:  # one element: a [1] block, like our constants
+            text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {'[1]' if self.ndim == 1 else '[1, 1]'})"
+        else:
+            text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0)"
+        if compute_dtype(dtype) != dtype:
+            text += ".to(tl.float32)"
+        return self._emit(text, compute_dtype(dtype))
+
+    def _store_index(self, index) -> str:
+        """A constant index (a scalar output) still needs a block of pointers to store a block."""
+        if sympy.sympify(index).free_symbols:
+            return self._index(index)
+        shape = "[XBLOCK]" if self.ndim == 1 else "[XBLOCK, 1]"
+        return f"tl.full({shape}, {int(index)}, tl.int32)"
+
+    def store(self, name: str, index, value: str, mode: str | None = None) -> None:
+        idx = self._store_index(index)
+        dtype = V.graph.get_dtype(name)
+        if dtype == torch.bfloat16 and self.interpret and self._dtype(value) != dtype:
+            value = self._round_bf16(value)
+        ptr = self._arg(name, "out_ptr")
+        cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
+        mask = self._mask(idx, self.r_node)
+        if mode == "atomic_add":  # several elements may land on one address: add atomically, never cache
+            self.lines.append(f"tl.atomic_add({ptr} + ({idx}), {cast}, {mask})")
+            return
+        self.lines.append(_Store(name, f"tl.store({ptr} + ({idx}), {cast}, {mask})"))
+        self.scope.stores[(name, self._index(index))] = value
+
+    def store_reduction(self, name: str, index, value: str) -> None:
+        idx = self._store_index(index)
+        dtype = V.graph.get_dtype(name)
+        if dtype == torch.bfloat16 and self.interpret:
+            saved, self._in_post = self._in_post, self.section.kind == "loop"
+            value = self._round_bf16(value)
+            self._in_post = saved
+        ptr = self._arg(name, "out_ptr")
+        cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
+        target = self.section.post if self.section.kind == "loop" else self.lines
+        target.append(_Store(name, f"tl.store({ptr} + ({idx}), {cast}, xmask)"))
+        self.top.stores[(name, self._index(index))] = value
+        self.section.finalized.add(name)
+
+    def constant(self, value, dtype: torch.dtype) -> str:
+        shape = "[1]" if self.ndim == 1 else "[1, 1]"
+        cd = compute_dtype(dtype)
+        return self._emit(f"tl.full({shape}, {constant_repr(value, dtype)}, {TL_DTYPE[cd]})", cd)
+
+    def index_expr(self, expr, dtype: torch.dtype) -> str:
+        idx = self._index(expr)
+        if not sympy.sympify(expr).free_symbols:
+            return self.constant(int(expr), dtype)
+        return self._emit(f"({idx}).to({TL_DTYPE[compute_dtype(dtype)]})", compute_dtype(dtype))
+
+    def to_dtype(self, value: str, dtype: torch.dtype, src_dtype=None) -> str:
+        src = self._dtype(value)
+        if dtype == src:
+            return value
+        if dtype == torch.bfloat16 and self.interpret:
+            return self._round_bf16(value)
+        if dtype in (torch.float16, torch.bfloat16):
+            return self._emit(f"{value}.to({TL_DTYPE[dtype]}).to(tl.float32)", torch.float32)
+        if dtype == torch.bool:
+            return self._emit(f"{value} != 0", torch.bool)
+        return self._emit(f"{value}.to({TL_DTYPE[dtype]})", dtype)
+
+    def _round_bf16(self, value: str) -> str:
+        """fp32 -> nearest-even bf16 (kept in fp32) with integer ops: the interpreter's own cast truncates."""
+        value = self._emit(f"{value}.to(tl.float32)", torch.float32) if self._dtype(value) != torch.float32 \
+            else value
+        bits = self._emit(f"{value}.to(tl.int32, bitcast=True)", torch.int32)
+        rounded = self._emit(f"(({bits} + 0x7FFF + (({bits} >> 16) & 1)) & -65536).to(tl.float32, bitcast=True)",
+                             torch.float32)
+        return self._emit(f"tl.where({value} != {value}, {value}, {rounded})", torch.float32)
+
+    def indirect_indexing(self, value: str, size: int, check: bool = True):
+        var = self._emit(f"tl.where({value} < 0, {value} + {size}, {value})", self._dtype(value))
+        return sym(var)
+
+    def masked(self, mask: str, body, other) -> str:
+        self.mask_stack.append(mask)
+        try:
+            value = body()
+        finally:
+            self.mask_stack.pop()
+        dtype = self._dtype(value)
+        other_var = self.constant(other, dtype)
+        return self._emit(f"tl.where({mask}, {value}, {other_var})", dtype)
+
+    def where(self, cond: str, a: str, b: str) -> str:
+        return self._emit(f"tl.where({cond}, {a}, {b})", _promote(self._dtype(a), self._dtype(b)))
+
+    def floordiv(self, a: str, b: str) -> str:
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        if dtype.is_floating_point:
+            return self._emit(f"tl.floor({a} / {b})", dtype)
+        q = self._emit(f"{a} // {b}", dtype)  # C truncation on GPU, floor in the interpreter: fix both up
+        return self._emit(f"tl.where((({b} > 0) & ({q} * {b} > {a})) | (({b} < 0) & ({q} * {b} < {a})), "
+                          f"{q} - 1, {q})", dtype)
+
+    def truncdiv(self, a: str, b: str) -> str:
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        if dtype.is_floating_point:
+            return self.trunc(self._emit(f"{a} / {b}", dtype))
+        q = self.floordiv(a, b)
+        return self._emit(f"tl.where(({q} * {b} != {a}) & (({a} < 0) != ({b} < 0)), {q} + 1, {q})", dtype)
+
+    def remainder(self, a: str, b: str) -> str:
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        return self._emit(f"{a} - {self.floordiv(a, b)} * {b}", dtype)
+
+    def fmod(self, a: str, b: str) -> str:
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
+
+    def atan(self, x: str) -> str:
+        """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series."""
+        e = lambda text: self._emit(text, torch.float32)
+        y = e(f"tl.where(tl.abs({x}) > 1.0, 1.0 / {x}, {x})")
+        u = e(f"{y} / (1.0 + tl.sqrt(1.0 + {y} * {y}))")
+        v = e(f"{u} / (1.0 + tl.sqrt(1.0 + {u} * {u}))")
+        v2 = e(f"{v} * {v}")
+        series = e(f"4.0 * {v} * (1.0 + {v2} * (-1.0 / 3 + {v2} * (1.0 / 5 + {v2} * (-1.0 / 7 + {v2} * "
+                   f"(1.0 / 9 + {v2} * (-1.0 / 11))))))")
+        half_pi = 1.5707963267948966
+        return e(f"tl.where({x} > 1.0, {half_pi} - {series}, tl.where({x} < -1.0, -{half_pi} - {series}, {series}))")
+
+    def asin(self, x: str) -> str:
+        return self.atan(self._emit(f"{x} / tl.sqrt(1.0 - {x} * {x})", torch.float32))
+
+    def acos(self, x: str) -> str:
+        return self._emit(f"1.5707963267948966 - {self.asin(x)}", torch.float32)
+
+    def atan2(self, y: str, x: str) -> str:
+        base = self.atan(self._emit(f"{y} / {x}", torch.float32))
+        pi = 3.141592653589793
+        return self._emit(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y} >= 0, {base} + {pi}, "
+                          f"{base} - {pi}), tl.where({y} > 0, {pi / 2}, tl.where({y} < 0, {-pi / 2}, 0.0))))",
+                          torch.float32)
+
+    def __getattr__(self, name: str):
+        if name in UNARY:
+            fmt, kind = UNARY[name]
+            return lambda a: self._emit(fmt.format(a, t=TL_DTYPE[self._dtype(a)]), self._result(kind, a))
+        if name in BINARY:
+            fmt, kind = BINARY[name]
+            return lambda a, b: self._emit(fmt.format(a, b), self._result(kind, a, b))
+        raise AttributeError(name)
+
+    def _result(self, kind: str, *values) -> torch.dtype:
+        if kind == "bool":
+            return torch.bool
+        dtype = self._dtype(values[0])
+        for v in values[1:]:
+            dtype = _promote(dtype, self._dtype(v))
+        if kind == "float" and not dtype.is_floating_point:
+            return torch.float32
+        return dtype
+
+    # ------------------------------------------------------------------------------------------- driver
+    def codegen_nodes(self) -> None:
+        with V.set_ops_handler(self), V.set_kernel_handler(self):
+            for snode in self.fused.snodes:
+                plan = snode.plan((self.numel, self.rnumel))
+                self.r_node = bool(plan.r_sizes)
+                if self.kind == "red":
+                    self._enter_section_for(snode, self.r_node)
+                xvars, rvars = plan.canonical_vars()
+                plan.body(xvars, rvars)
+
+    def _enter_section_for(self, snode, r_node: bool) -> None:
+        section = self.section
+        if r_node:
+            if section.kind == "loop" and not (snode.read_names & section.finalized):
+                return
+            self.sections.append(_Section("loop", _Scope(self.top)))
+        elif section.kind == "loop":
+            self.sections.append(_Section("plain", self.top))
+
+    # ------------------------------------------------------------------------------------------- render
+    def removed_buffers(self) -> set[str]:
+        return self.internal - self.loaded_from_memory
+
+    def call_args(self) -> list[str]:
+        """Buffers passed to the kernel, in signature order (removed ones are never touched)."""
+        removed = self.removed_buffers()
+        return [name for name in self.args if name not in removed]
+
+    def codegen_kernel(self) -> str:
+        removed = self.removed_buffers()
+        ptrs = [self.args[name] for name in self.call_args()]
+        sig = ", ".join(ptrs + (["xnumel"] if self.kind == "poi" else ["xnumel", "rnumel"]))
+        if self.kind == "tile":
+            out = ["# a 2-D tile: rows (x) and columns (r) of the loop, each axis of the grid walks one",
+                   "@triton.jit", f"def {self.name}({sig}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):"]
+            return "\n".join(out + ["    " + line for line in self._header() + self._render_section(
+                self.sections[0], removed)]) + "\n"
+        consts = "XBLOCK: tl.constexpr" + (", RBLOCK: tl.constexpr" if self.kind != "poi" else "")
+        out = ["@triton.jit", f"def {self.name}({sig}, {consts}):"]
+        body = self._header()
+        for section in self.sections:
+            body += self._render_section(section, removed)
+        out += ["    " + line for line in body]
+        return "\n".join(out) + "\n"
+
+    def _header(self) -> list[str]:
+        if self.kind == "poi":
+            lines = ["xoffset = tl.program_id(0) * XBLOCK",
+                     "xindex = xoffset + tl.arange(0, XBLOCK)",
+                     "xmask = xindex < xnumel"]
+        else:
+            lines = ["xoffset = tl.program_id(0) * XBLOCK",
+                     "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+                     "xmask = xindex < xnumel"]
+        if self._needs_int64():
+            lines.insert(1, "xoffset = xoffset.to(tl.int64)")
+        lines += self._index_var_lines("x")
+        if self.kind == "tile":
+            lines += ["roffset = tl.program_id(1) * RBLOCK",
+                      "rindex = roffset + tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
+            lines += self._index_var_lines("r")
+        if self.kind == "per":
+            lines += ["rindex = tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
+            lines += self._index_var_lines("r")
+        return lines
+
+    def _needs_int64(self) -> bool:
+        return max(self.numel * self.rnumel, *[V.graph.get_buffer(n).get_numel() for n in self.args]) >= 2**31
+
+    def _render_section(self, section: _Section, removed: set[str]) -> list[str]:
+        lines = [self._render(x, removed) for x in section.pre]
+        if section.kind == "loop":
+            lines.append("for roffset in range(0, rnumel, RBLOCK):")
+            inner = ["rindex = roffset + tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
+            inner += self._index_var_lines("r")
+            if section.barrier:
+                inner.append("tl.debug_barrier()")
+            inner += [self._render(x, removed) for x in section.lines]
+            lines += ["    " + x for x in inner if x is not None]
+        else:
+            lines += [self._render(x, removed) for x in section.lines]
+        lines += [self._render(x, removed) for x in section.post]
+        return [x for x in lines if x is not None]
+
+    @staticmethod
+    def _render(line, removed):
+        if isinstance(line, _Store):
+            return None if line.name in removed else line.text
+        return line
+
+
+def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    if a == torch.bool:
+        return b
+    if b == torch.bool:
+        return a
+    return torch.promote_types(a, b)
+
+
+def _free_names(text: str) -> set[str]:
+    import re
+    return {m[0] for m in re.findall(r"\b([xr](index|\d+))\b", text)}
+
+
+def _node_position(node) -> int:
+    for k, n in enumerate(node.graph.nodes):
+        if n is node:
+            return k
+    return 0

@@ -1,0 +1,123 @@
+"""How each ``ops.*`` call reads in Triton source (mirrors ``TritonOverrides`` in
+``torch/_inductor/codegen/triton.py``).
+
+Every formula here runs both compiled and under ``TRITON_INTERPRET=1``: no ``libdevice`` (which the interpreter
+cannot run), so ``tanh``, ``expm1``, ``round`` and friends are written with ``tl.exp``/``tl.log``/``tl.floor``.
+NaN follows eager: ``maximum``/``minimum`` propagate NaN (``tl.maximum`` would drop it).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+TL_DTYPE = {
+    torch.float32: "tl.float32", torch.float64: "tl.float64", torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.int16: "tl.int16",
+    torch.int8: "tl.int8", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
+}
+
+# name -> (format, result kind). kind: "same" (promoted input dtype), "float" (a float result),
+# "bool" (a comparison). Formats use {0}, {1}, {2} for the operands.
+UNARY = {
+    "abs": ("tl.abs({0})", "same"),
+    "neg": ("-{0}", "same"),
+    "exp": ("tl.exp({0})", "float"),
+    "exp2": ("tl.exp2({0})", "float"),
+    "expm1": ("tl.exp({0}) - 1.0", "float"),
+    "log": ("tl.log({0})", "float"),
+    "log1p": ("tl.log(1.0 + {0})", "float"),
+    "log2": ("tl.log2({0})", "float"),
+    "log10": ("tl.log({0}) * 0.4342944819032518", "float"),
+    "sqrt": ("tl.sqrt({0})", "float"),
+    "rsqrt": ("1.0 / tl.sqrt({0})", "float"),
+    "sin": ("tl.sin({0})", "float"),
+    "cos": ("tl.cos({0})", "float"),
+    "tan": ("tl.sin({0}) / tl.cos({0})", "float"),
+    "tanh": ("2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0", "float"),
+    "sigmoid": ("1.0 / (1.0 + tl.exp(-{0}))", "float"),
+    "erf": ("tl.erf({0})", "float"),
+    "sinh": ("0.5 * (tl.exp({0}) - tl.exp(-{0}))", "float"),
+    "cosh": ("0.5 * (tl.exp({0}) + tl.exp(-{0}))", "float"),
+    "asinh": ("tl.log({0} + tl.sqrt({0} * {0} + 1.0))", "float"),
+    "acosh": ("tl.log({0} + tl.sqrt({0} * {0} - 1.0))", "float"),
+    "atanh": ("0.5 * tl.log((1.0 + {0}) / (1.0 - {0}))", "float"),
+    "floor": ("tl.floor({0})", "same"),
+    "ceil": ("tl.ceil({0})", "same"),
+    "trunc": ("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))", "same"),
+    "round": (("tl.where({0} - tl.floor({0}) == 0.5, 2.0 * tl.floor(0.5 * tl.floor({0}) + 0.5), "
+               "tl.floor({0} + 0.5))"), "same"),  # half to even, like eager
+    "sign": ("({0} > 0).to({t}) - ({0} < 0).to({t})", "same"),
+    "reciprocal": ("1.0 / {0}", "float"),
+    "relu": ("tl.where({0} < 0, 0, {0})", "same"),
+    "bitwise_not": ("~{0}", "same"),
+    "logical_not": ("{0} == 0", "bool"),
+    "isnan": ("{0} != {0}", "bool"),
+    "isinf": ("tl.abs({0}) == float('inf')", "bool"),
+    "isfinite": ("tl.abs({0}) < float('inf')", "bool"),
+    "signbit": ("{0} < 0", "bool"),
+}
+
+BINARY = {
+    "add": ("{0} + {1}", "same"),
+    "sub": ("{0} - {1}", "same"),
+    "mul": ("{0} * {1}", "same"),
+    "truediv": ("{0} / {1}", "float"),
+    "maximum": ("tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})", "same"),
+    "minimum": ("tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})", "same"),
+    "eq": ("{0} == {1}", "bool"),
+    "ne": ("{0} != {1}", "bool"),
+    "lt": ("{0} < {1}", "bool"),
+    "le": ("{0} <= {1}", "bool"),
+    "gt": ("{0} > {1}", "bool"),
+    "ge": ("{0} >= {1}", "bool"),
+    "logical_and": ("({0} != 0) & ({1} != 0)", "bool"),
+    "logical_or": ("({0} != 0) | ({1} != 0)", "bool"),
+    "logical_xor": ("({0} != 0) ^ ({1} != 0)", "bool"),
+    "bitwise_and": ("{0} & {1}", "same"),
+    "bitwise_or": ("{0} | {1}", "same"),
+    "bitwise_xor": ("{0} ^ {1}", "same"),
+    "bitwise_left_shift": ("{0} << {1}", "same"),
+    "bitwise_right_shift": ("{0} >> {1}", "same"),
+    "hypot": ("tl.sqrt({0} * {0} + {1} * {1})", "float"),
+    "copysign": ("tl.where(({1} < 0) | ((1.0 / {1}) < 0), -tl.abs({0}), tl.abs({0}))", "float"),
+    # exp(b*log(a)), with eager's answers for a < 0 and an integer b (sign from b's parity) and for b == 0
+    "pow": (("tl.where({1} == 0, 1.0, tl.where(({0} < 0) & (tl.floor({1}) == {1}), "
+             "tl.where(tl.floor({1} * 0.5) * 2.0 == {1}, 1.0, -1.0) * tl.exp({1} * tl.log(tl.abs({0}))), "
+             "tl.exp({1} * tl.log({0}))))"), "float"),
+}
+
+REDUCTION_IDENTITY = {
+    "sum": "0", "prod": "1", "any": "0", "all": "1",
+    "max": "float('-inf')", "min": "float('inf')",
+}
+
+
+def identity(reduction_type: str, dtype: torch.dtype) -> str:
+    if reduction_type in ("max", "argmax") and not dtype.is_floating_point:
+        return str(torch.iinfo(dtype).min) if dtype != torch.bool else "0"
+    if reduction_type in ("min", "argmin") and not dtype.is_floating_point:
+        return str(torch.iinfo(dtype).max) if dtype != torch.bool else "1"
+    if reduction_type == "argmax":
+        return "float('-inf')"
+    if reduction_type == "argmin":
+        return "float('inf')"
+    return REDUCTION_IDENTITY[reduction_type]
+
+
+def constant_repr(value, dtype: torch.dtype) -> str:
+    if isinstance(value, bool) or dtype == torch.bool:
+        return "1" if value else "0"
+    if dtype.is_floating_point:
+        value = float(value)
+        if math.isnan(value):
+            return "float('nan')"
+        if value in (float("inf"), float("-inf")):
+            return f"float('{value}')"
+        return repr(value)
+    return str(int(value))
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """fp16/bf16 values live in fp32 registers; they are rounded by ``to_dtype`` and on store."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -1,0 +1,95 @@
+"""Reductions and scans inside a ``TritonKernel`` (the reduction half of Inductor's ``codegen/triton.py``).
+
+Persistent kernels reduce a whole ``[XBLOCK, RBLOCK]`` block at once (``tl.sum(v, 1)[:, None]``); looped kernels
+keep a ``[XBLOCK, RBLOCK]`` accumulator across chunks (declared before the loop, combined inside, reduced after).
+Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``/``min`` propagate NaN like
+``torch.amax`` (``tl.max`` alone would drop it); ``argmax``/``argmin`` return the first index of the extreme
+value, NaN counting as the largest, as eager does. ``cumsum`` is ``tl.cumsum`` plus a running carry when looped.
+"""
+from __future__ import annotations
+
+import torch
+
+from .triton_ops import TL_DTYPE, compute_dtype, identity
+
+INDEX_BIG = 2**31 - 1
+
+
+class ReductionCodegenMixin:
+    """Methods of ``TritonKernel`` (they use its ``_emit``, ``kind``, ``section`` and ``lines``)."""
+
+    # ------------------------------------------------------------------------------------------- scans
+    def scan(self, dtype, scan_type: str, value: str) -> str:
+        """cumsum along the row: in one block (persistent), or chunk by chunk plus the running carry."""
+        acc_dtype = compute_dtype(dtype)
+        block = self._emit(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", acc_dtype, cse=False)
+        masked = self._emit(f"tl.where(xmask & rmask, {block}, 0)", acc_dtype, cse=False)
+        if self.kind != "red":
+            return self._emit(f"tl.cumsum({masked}, 1)", acc_dtype, cse=False)
+        carry = f"_carry{next(self._acc)}"
+        self.section.pre.append(f"{carry} = tl.zeros([XBLOCK, 1], {TL_DTYPE[acc_dtype]})")
+        out = self._emit(f"tl.cumsum({masked}, 1) + {carry}", acc_dtype, cse=False)
+        self.lines.append(f"{carry} = {carry} + tl.sum({masked}, 1)[:, None]")
+        return out
+
+    # ------------------------------------------------------------------------------------------- reductions
+    def reduction(self, dtype, src_dtype, reduction_type: str, value: str) -> str:
+        acc_dtype = compute_dtype(src_dtype) if reduction_type not in ("any", "all") else torch.bool
+        if reduction_type in ("any", "all"):
+            value = self._emit(f"({value} != 0).to(tl.int8)", torch.int8)
+            acc_dtype = torch.int8
+        if self.kind == "red":
+            return self._looped_reduction(reduction_type, value, acc_dtype, dtype)
+        block = self._emit(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", acc_dtype, cse=False)
+        init = identity(reduction_type, acc_dtype)
+        masked = self._emit(f"tl.where(xmask & rmask, {block}, {init})", acc_dtype, cse=False)
+        return self._final_reduce(reduction_type, masked, "rindex", acc_dtype, dtype)
+
+    def _final_reduce(self, rtype: str, block: str, index_block: str, acc_dtype, dtype) -> str:
+        emit = lambda text, dt: self._emit(text, dt, cse=False)
+        if rtype == "sum":
+            return emit(f"tl.sum({block}, 1)[:, None]", acc_dtype)
+        if rtype == "prod":
+            return emit(f"tl.reduce({block}, 1, _prod_combine)[:, None]", acc_dtype)
+        if rtype in ("any", "all"):
+            fn = "tl.max" if rtype == "any" else "tl.min"
+            return emit(f"{fn}({block}, 1)[:, None] != 0", torch.bool)
+        fn = "tl.max" if rtype in ("max", "argmax") else "tl.min"
+        best = emit(f"{fn}({block}, 1)[:, None]", acc_dtype)
+        if acc_dtype.is_floating_point:
+            has_nan = emit(f"tl.max(({block} != {block}).to(tl.int8), 1)[:, None] > 0", torch.bool)
+            best = emit(f"tl.where({has_nan}, float('nan'), {best})", acc_dtype)
+        if rtype in ("max", "min"):
+            return best
+        hit = f"({block} == {best}) | (({block} != {block}) & ({best} != {best}))"
+        return emit(f"tl.min(tl.where({hit}, {index_block}, {INDEX_BIG}), 1)[:, None].to(tl.int64)",
+                    torch.int64)
+
+    def _looped_reduction(self, rtype, value, acc_dtype, dtype) -> str:
+        k = next(self._acc)
+        acc, tl_acc = f"_acc{k}", TL_DTYPE[acc_dtype]
+        init = identity(rtype, acc_dtype)
+        self.section.pre.append(f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {tl_acc})")
+        v = self._emit(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", acc_dtype, cse=False)
+        lines = self.lines
+        index_acc = None
+        if rtype in ("argmax", "argmin"):
+            index_acc = f"_acc{k}_index"
+            self.section.pre.append(f"{index_acc} = tl.full([XBLOCK, RBLOCK], {INDEX_BIG}, tl.int32)")
+            cmp = ">" if rtype == "argmax" else "<"
+            take = f"(({v} {cmp} {acc}) | (({v} != {v}) & ({acc} == {acc})) | ({index_acc} == {INDEX_BIG}))"
+            lines.append(f"{index_acc} = tl.where(xmask & rmask & {take}, rindex, {index_acc})")
+            lines.append(f"{acc} = tl.where(xmask & rmask & {take}, {v}, {acc})")
+        else:
+            combine = {
+                "sum": f"{acc} + {v}", "prod": f"{acc} * {v}",
+                "max": f"tl.where(({acc} > {v}) | ({acc} != {acc}), {acc}, {v})",
+                "min": f"tl.where(({acc} < {v}) | ({acc} != {acc}), {acc}, {v})",
+                "any": f"{acc} | {v}", "all": f"{acc} & {v}",
+            }[rtype]
+            lines.append(f"{acc} = tl.where(xmask & rmask, {combine}, {acc})")
+        self._in_post = True
+        try:
+            return self._final_reduce(rtype, acc, index_acc, acc_dtype, dtype)
+        finally:
+            self._in_post = False

@@ -1,0 +1,203 @@
+"""``compile_fx``: the backend entry point -- one driver that reads like the pipeline (mirrors
+``torch/_inductor/compile_fx.py``).
+
+    compiled = compile_fx(gm, example_inputs)          # or torch.compile(fn, backend=compile_fx)
+    outputs = compiled(*example_inputs)
+
+``compile_fx`` traces ``gm`` to ATen (through ``aot_autograd.aot_module`` when available: it handles training;
+otherwise a private inference trace with ``make_fx`` + functionalization), then ``compile_fx_inner`` runs:
+
+    GraphLowering (lowerings -> IR)  ->  Scheduler (fusion)  ->  WrapperCodeGen (output_code.py)
+    ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)  ->  call(args)
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import DataDependentOutputException
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+from . import config, metrics
+from .codegen.wrapper import WrapperCodeGen
+from .decomposition import select_decomp_table
+from .graph import GraphLowering
+from .runtime import CudaGraphRunner, load_module
+from .scheduler import Scheduler
+from .virtualized import V
+
+
+class CompiledGraph:
+    """``compiled(*inputs)`` runs the generated ``call`` and rebuilds the graph's output structure."""
+
+    def __init__(self, module, out_spec, example_inputs, source: str) -> None:
+        self.module, self.out_spec, self.source = module, out_spec, source
+        self.call = module.call
+        self.n_inputs = len(example_inputs)
+        self._runner = None
+        # CUDA graphs are recorded on the first real call: example inputs may be fake tensors (AOTAutograd)
+        self._use_cudagraphs = config.mode == "reduce-overhead" and any(
+            isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+
+    def __call__(self, *args):
+        if self._use_cudagraphs and self._runner is None:
+            try:
+                self._runner = CudaGraphRunner(self.call, list(args))
+            except Exception as e:  # noqa: BLE001  (e.g. an op that syncs with the CPU cannot be captured)
+                warnings.warn(f"mininductor: CUDA graph capture failed ({type(e).__name__}: {e}); running plainly")
+                self._use_cudagraphs = False
+        if self._runner is not None:
+            flat = self._runner(list(args))
+        else:
+            flat = self.call(list(args))
+        return pytree.tree_unflatten(list(flat), self.out_spec)
+
+
+def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Compile an ATen-level graph (what make_fx / AOTAutograd produce) into a callable."""
+    if _has_symbolic_shapes(aten_gm):
+        # data-dependent sizes (x[x > 0], nonzero) need dynamic shapes, which we leave out: run it eagerly
+        warnings.warn("mininductor: the graph has data-dependent (symbolic) sizes; running it eagerly")
+        metrics.fallback_count += 1
+        metrics.fallback_ops.append("whole graph (data-dependent shape)")
+        return aten_gm
+    try:
+        graph, source, module = _compile_graph(aten_gm, example_inputs)
+    except Exception as e:
+        if config.debug:
+            raise
+        # a bug of ours must cost speed, not correctness: run the whole ATen graph eagerly, and say so
+        warnings.warn(f"mininductor: compiling the graph failed ({type(e).__name__}: {e}); running it eagerly")
+        metrics.fallback_count += 1
+        metrics.fallback_ops.append(f"whole graph ({type(e).__name__}: {e})")
+        return aten_gm
+    for name, value in graph.constants.items():
+        setattr(module, name, value)
+    out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
+    _, spec = pytree.tree_flatten(_plain_containers(out_node.args[0]))
+    return CompiledGraph(module, spec, example_inputs, source)
+
+
+def _compile_graph(aten_gm, example_inputs):
+    graph = GraphLowering(aten_gm, list(example_inputs))
+    with torch.no_grad(), V.set_graph_handler(graph):
+        graph.run(*example_inputs)
+        graph.current_node = None
+        scheduler = Scheduler(graph)
+        source = WrapperCodeGen(graph, scheduler).generate()
+    _debug_dump(aten_gm, graph, scheduler, source)
+    module = load_module(source, interpret=graph.device.type != "cuda")
+    return graph, source, module
+
+
+def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        for v in pytree.tree_leaves(val):
+            if isinstance(v, torch.SymInt) or isinstance(v, torch.Tensor) and any(
+                    isinstance(s, torch.SymInt) for s in v.shape):
+                return True
+    return False
+
+
+def _plain_containers(value):
+    """FX keeps outputs in immutable_list/immutable_dict; callers expect plain lists and dicts."""
+    if isinstance(value, (list, tuple)):
+        items = [_plain_containers(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else list(items)
+    if isinstance(value, dict):
+        return {k: _plain_containers(v) for k, v in value.items()}
+    return value
+
+
+def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
+               options: dict | None = None) -> Callable:
+    """A ``torch.compile`` backend: ``compile_fx(gm, example_inputs)(*example_inputs) == gm(*example_inputs)``."""
+    changes = dict(options or {})
+    if mode is not None:
+        changes["mode"] = mode
+    with config.patch(**changes):
+        return _compile_fx(gm, example_inputs)
+
+
+def _compile_fx(gm, example_inputs):
+    aot = _aot_module()
+    if aot is not None:
+        try:
+            return aot(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+                       decompositions=select_decomp_table())
+        except Exception as e:
+            if any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs) \
+                    and torch.is_grad_enabled():
+                raise
+            warnings.warn(f"mininductor: aot_module failed ({type(e).__name__}: {e}); tracing for inference")
+    try:
+        aten_gm, _ = trace_inference(gm, example_inputs)
+    except (GuardOnDataDependentSymNode, DataDependentOutputException) as e:
+        # an output shape depends on data (x[x > 0], nonzero): Dynamo would break the graph here; run it eagerly
+        warnings.warn(f"mininductor: running the graph eagerly, it has a data-dependent shape ({e})")
+        metrics.fallback_count += 1
+        metrics.fallback_ops.append("whole graph (data-dependent shape)")
+        return gm
+    return compile_fx_inner(aten_gm, example_inputs)
+
+
+def _aot_module():
+    """``aot_autograd.aot_module`` when that module exists (written alongside); else None."""
+    if os.environ.get("MININDUCTOR_NO_AOT"):
+        return None
+    try:
+        from .aot_autograd import aot_module
+    except ImportError:
+        return None
+    return aot_module
+
+
+def trace_inference(gm, example_inputs):
+    """make_fx + functionalization under no_grad: an ATen inference graph whose input mutations are explicit
+    ``copy_`` nodes at the end."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.func import functionalize
+    from torch.fx import traceback as fx_traceback
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    table = select_decomp_table()
+    fn = functionalize(gm, remove="mutations")
+    fake_mode = next((x.fake_mode for x in example_inputs if isinstance(x, FakeTensor)), None)
+    with torch.no_grad(), fx_traceback.preserve_node_meta():
+        if fake_mode is not None:  # inputs are already fake: trace in their mode (parameters may be real)
+            prior, fake_mode.allow_non_fake_inputs = fake_mode.allow_non_fake_inputs, True
+            try:
+                with fake_mode:
+                    aten_gm = make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
+            finally:
+                fake_mode.allow_non_fake_inputs = prior
+        else:
+            aten_gm = make_fx(fn, decomposition_table=table, tracing_mode="fake",
+                              _allow_non_fake_inputs=True)(*example_inputs)
+    return aten_gm, example_inputs
+
+
+def _debug_dump(aten_gm, graph, scheduler, source: str) -> None:
+    if config.debug >= 1:
+        print(source)
+    if config.debug >= 2:
+        print(scheduler)
+    if config.debug >= 3:
+        print(aten_gm.print_readable(print_output=False))
+    if not config.debug_dir:
+        return
+    os.makedirs(config.debug_dir, exist_ok=True)
+    files = {
+        "fx_graph_readable.py": aten_gm.print_readable(print_output=False),
+        "ir_pre_fusion.txt": "\n\n".join(f"{b.get_name()}: {b}" for b in graph.buffers),
+        "ir_post_fusion.txt": str(scheduler),
+        "output_code.py": source,
+    }
+    for name, text in files.items():
+        with open(os.path.join(config.debug_dir, name), "w") as f:
+            f.write(text)

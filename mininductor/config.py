@@ -1,0 +1,57 @@
+"""Knobs for mininductor (mirrors ``torch/_inductor/config.py``, a tiny subset).
+
+``debug`` is a graded level (0 = quiet, 1 = print the output code, 2 = also the IR before/after fusion,
+3 = also the FX graph); ``MINICOMPILE_DEBUG`` sets it. ``debug_dir`` (None or a path) makes every compiled graph
+write ``fx_graph_readable.py``, ``ir_pre_fusion.txt``, ``ir_post_fusion.txt`` and ``output_code.py`` there.
+"""
+import contextlib
+import os
+import sys
+
+debug: int = int(os.environ.get("MINICOMPILE_DEBUG", "0") or 0)
+debug_dir: str | None = os.environ.get("MINICOMPILE_DEBUG_DIR") or None
+
+# Where generated modules (wrapper + kernels) are written and imported from.
+cache_dir: str = os.environ.get("MINICOMPILE_CACHE_DIR", os.path.join(os.getcwd(), ".minicompile_cache"))
+
+# A multi-use pointwise node is materialised (instead of being recomputed inline in every consumer)
+# when it reads more than this many buffers, or when its body has more ops than `realize_ops_threshold`.
+realize_reads_threshold: int = 4
+realize_ops_threshold: int = 60
+
+# Largest reduction row kept in registers on the GPU (a "persistent" reduction); longer rows loop.
+persistent_reduction_max: int = 16384
+
+# Split reductions: at most this many outputs, each reducing at least this many elements, become two kernels
+# (partials over many programs, then the partials) -- else x.sum() of 2^26 elements runs on one program.
+split_reduction_max_outputs: int = 64
+split_reduction_threshold: int = 1 << 16
+
+# Force looped ("red") reductions with this RBLOCK (tests use it to cover the loop path on small rows).
+looped_reduction_rblock: int | None = None
+
+# Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
+tile_in_interpreter: bool = False
+
+# Under Triton's interpreter each program costs milliseconds: use one huge block instead.
+interpret_block_max: int = 1 << 16
+
+# "default" | "max-autotune" | "reduce-overhead"; set per call by compile_fx(mode=...).
+mode: str = "default"
+
+# Fuse nodes at all (turn off to see one kernel per buffer).
+fusion: bool = True
+
+
+@contextlib.contextmanager
+def patch(**changes):
+    """``with config.patch(mode="max-autotune"): ...`` sets knobs for the block, then restores them."""
+    module = sys.modules[__name__]
+    prior = {k: getattr(module, k) for k in changes}
+    for k, v in changes.items():
+        setattr(module, k, v)
+    try:
+        yield
+    finally:
+        for k, v in prior.items():
+            setattr(module, k, v)

@@ -1,0 +1,180 @@
+"""``GraphLowering``: an ``fx.Interpreter`` over an ATen graph that calls each node's lowering (mirrors
+``torch/_inductor/graph.py``).
+
+In: an ATen-level ``GraphModule`` (from ``make_fx`` with our decomposition table) and example inputs.
+Out: the graph's buffers (``graph.buffers``, in creation order), its inputs, constants, outputs and mutated inputs
+-- everything the scheduler and the wrapper need. Each placeholder becomes an ``InputBuffer`` ``arg{i}_1``; each
+ATen node runs its lowering, or becomes a ``FallbackKernel`` when it has none (``metrics.fallback_count``).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
+from .ir import TensorBox
+from .lowering import lowerings
+from .virtualized import V
+
+
+class GraphLowering(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list) -> None:
+        super().__init__(gm)
+        self.example_inputs = example_inputs
+        self.buffers: list[ir.Buffer] = []
+        self.name_to_buffer: dict[str, ir.Buffer] = {}
+        self.graph_inputs: dict[str, ir.IRNode] = {}
+        self.graph_input_names: list[str] = []
+        self.constants: dict[str, torch.Tensor] = {}
+        self.graph_outputs: list = []
+        self.mutations: list[tuple[str, TensorBox]] = []
+        self.current_node: torch.fx.Node | None = None
+        devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
+        cuda = [d for d in devices if d.type == "cuda"]
+        self.device = cuda[0] if cuda else devices[0] if devices else torch.device("cpu")
+        # CPU scalars that meet CUDA tensors (eager allows it): copied to the device at the start of call()
+        self.moved_inputs: list[str] = []
+        self._placeholder_index = 0
+
+    # -------------------------------------------------------------------------------------- buffers
+    def register_buffer(self, buf: ir.Buffer) -> str:
+        name = f"buf{len(self.buffers)}"
+        self.buffers.append(buf)
+        self.name_to_buffer[name] = buf
+        return name
+
+    def get_buffer(self, name: str) -> ir.Buffer:
+        if name in self.name_to_buffer:
+            return self.name_to_buffer[name]
+        return self.graph_inputs[name]
+
+    def get_dtype(self, name: str) -> torch.dtype:
+        return self.get_buffer(name).get_dtype()
+
+    # -------------------------------------------------------------------------------------- fx hooks
+    def run(self, *args):
+        with V.set_graph_handler(self):
+            return super().run(*args)
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.current_node = n
+        result = super().run_node(n)
+        if isinstance(result, TensorBox) and n.op == "call_function":
+            storage = result.storage()
+            if storage is not None:
+                storage.mark_reuse(len(n.users))
+        return result
+
+    def placeholder(self, target, args, kwargs):
+        example = self.example_inputs[self._placeholder_index]
+        self._placeholder_index += 1
+        name = f"arg{len(self.graph_input_names)}_1"
+        if not isinstance(example, torch.Tensor):
+            self.graph_input_names.append(name)  # passed to call() like any input, used as a constant
+            return example
+        # [Note: offsets] a kernel receives a tensor's data_ptr, which already includes its storage offset, so
+        # every buffer's layout offset is 0; only as_strided (absolute storage offsets) needs the real one.
+        device = example.device
+        if device != self.device and example.numel() == 1:
+            self.moved_inputs.append(name)
+            device = self.device
+        layout = ir.FixedLayout(device, example.dtype, list(example.shape), list(example.stride()), 0)
+        buf = ir.InputBuffer(name, layout)
+        buf.storage_offset = example.storage_offset()
+        self.graph_inputs[name] = buf
+        self.graph_input_names.append(name)
+        return TensorBox(ir.StorageBox(buf))
+
+    def get_attr(self, target, args, kwargs):
+        value = getattr(self.module, target)
+        if not isinstance(value, torch.Tensor):
+            return value
+        name = f"_constant{len(self.constants)}"
+        if value.device != self.device:  # e.g. a CPU tensor constant in a CUDA graph
+            value = value.to(self.device)
+        self.constants[name] = value
+        layout = ir.FixedLayout(value.device, value.dtype, list(value.shape), list(value.stride()), 0)
+        buf = ir.ConstantBuffer(name, layout)
+        buf.storage_offset = value.storage_offset()
+        self.graph_inputs[name] = buf
+        return TensorBox(ir.StorageBox(buf))
+
+    def call_function(self, target, args, kwargs):
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if target in lowerings:
+            try:
+                return lowerings[target](*args, **kwargs)
+            except NotImplementedError as e:  # the lowering declines this case (bool masks, device copies...)
+                self.fallback_reason = str(e)
+            except Exception as e:  # a lowering bug must cost speed, not correctness
+                self.fallback_reason = f"lowering failed: {type(e).__name__}: {e}"
+                if config.debug:
+                    raise
+        return self.fallback(target, args, kwargs)
+
+    def output(self, target, args, kwargs):
+        outputs = pytree.tree_leaves(args[0])
+        self.graph_outputs = [self._realize_output(o) for o in outputs]
+        return self.graph_outputs
+
+    def _realize_output(self, value):
+        if not isinstance(value, TensorBox):
+            return value
+        storage = value.storage()
+        if value.data is storage or storage is None:
+            value.realize()
+            return value
+        rv = ir.as_strided_layout(value) if storage.is_realized() else None
+        if rv is not None:
+            return TensorBox(rv)
+        from .lowering import clone
+        copy = clone(value)
+        copy.realize()
+        return copy
+
+    # -------------------------------------------------------------------------------------- fallback
+    def fallback(self, target, args, kwargs):
+        """Run ``target`` eagerly at runtime: inputs realised, outputs wrapped as ``MultiOutput`` buffers."""
+        from .reduction_lowering import realize_input
+        if not isinstance(target, torch._ops.OpOverload):
+            raise NotImplementedError(f"cannot lower {target} (not an ATen op)")
+        inputs: list = []
+        opaque: list[str] = []
+
+        def convert(a):
+            if isinstance(a, TensorBox):
+                r = realize_input(a)
+                inputs.append(r)
+                return r
+            if isinstance(a, ir.OpaqueOutput):
+                opaque.append(a.get_name())
+            return a
+        cargs = torch.fx.node.map_aggregate(args, convert)
+        ckwargs = torch.fx.node.map_aggregate(kwargs, convert)
+        val = self.current_node.meta.get("val") if self.current_node is not None else None
+        node = ir.FallbackKernel(target, cargs, ckwargs, val, inputs, origins={self.current_node})
+        node.opaque_inputs = opaque
+        node.name = self.register_buffer(node)
+        metrics.fallback_count += 1
+        reason, self.fallback_reason = getattr(self, "fallback_reason", None), None
+        metrics.fallback_ops.append(f"{target} ({reason})" if reason else str(target))
+        return self._fallback_outputs(node, val, ())
+
+    def _fallback_outputs(self, parent, val, indices):
+        if isinstance(val, torch.Tensor):
+            layout = ir.FixedLayout(val.device, val.dtype, list(val.shape), list(val.stride()), 0)
+            out = ir.MultiOutput(None, layout, parent, indices)
+            out.name = self.register_buffer(out)
+            return TensorBox(ir.StorageBox(out))
+        if isinstance(val, (list, tuple)):
+            return [self._fallback_outputs(parent, v, indices + (i,)) for i, v in enumerate(val)]
+        if val is None or isinstance(val, (int, float, bool)) and not indices:
+            return val
+        if not indices:  # an opaque object (a profiler handle...): referenced by the fallback's own name
+            return ir.OpaqueOutput(parent.get_name())
+        return val

@@ -1,0 +1,189 @@
+"""Index math with sympy: ``FloorDiv``, ``ModularIndexing``, printing, and dimension merging.
+
+An index is a sympy expression over loop variables, e.g. ``8*x0 + x1`` for element ``[x0, x1]`` of a contiguous
+``(4, 8)`` buffer. A reshape of a non-contiguous view needs ``FloorDiv``/``ModularIndexing`` (``(x // d) % m``).
+``simplify_loops`` merges adjacent loop dims that every index walks contiguously, so ``8*x0 + x1`` over
+``(4, 8)`` becomes ``x`` over ``(32,)`` -- what makes a generated load coalesced.
+Mirrors ``torch/utils/_sympy/functions.py`` and ``torch/_inductor/sizevars.py`` (much smaller).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import sympy
+
+
+class FloorDiv(sympy.Function):
+    """``a // b`` on non-negative integers (index math never goes negative)."""
+
+    nargs = (2,)
+    is_integer = True
+
+    @classmethod
+    def eval(cls, base, divisor):
+        if divisor == 1:
+            return base
+        if base.is_Integer and divisor.is_Integer:
+            return sympy.Integer(int(base) // int(divisor))
+        if base == 0:
+            return sympy.Integer(0)
+        if isinstance(base, FloorDiv) and divisor.is_Integer:  # (x // a) // b == x // (a*b)
+            return FloorDiv(base.args[0], base.args[1] * divisor)
+        if isinstance(base, ModularIndexing) and divisor.is_Integer and base.args[2] % divisor == 0:
+            x, d, m = base.args  # ((x // d) % m) // c == (x // (d*c)) % (m // c) when c divides m
+            return ModularIndexing(x, d * divisor, m // divisor)
+        return None
+
+
+class ModularIndexing(sympy.Function):
+    """``(a // div) % mod``: the index of one dim inside a flattened range."""
+
+    nargs = (3,)
+    is_integer = True
+
+    @classmethod
+    def eval(cls, base, divisor, modulus):
+        if base == 0 or modulus == 1:
+            return sympy.Integer(0)
+        if base.is_Integer and divisor.is_Integer and modulus.is_Integer:
+            return sympy.Integer((int(base) // int(divisor)) % int(modulus))
+        if isinstance(base, FloorDiv) and base.args[1].is_Integer:  # ((x // a) // d) % m
+            return ModularIndexing(base.args[0], base.args[1] * divisor, modulus)
+        if isinstance(base, ModularIndexing) and divisor.is_Integer and modulus.is_Integer \
+                and base.args[2] % (divisor * modulus) == 0:  # an outer mod that the inner range nests in
+            return ModularIndexing(base.args[0], base.args[1] * divisor, modulus)
+        return None
+
+
+def sym(name: str) -> sympy.Symbol:
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def product(values: Sequence) -> int:
+    return int(math.prod(int(v) for v in values))
+
+
+def contiguous_strides(size: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(list(size)):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return list(reversed(strides))
+
+
+def texpr(expr) -> str:
+    """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions)."""
+    return _Printer().doprint(sympy.sympify(expr))
+
+
+class _Printer(sympy.printing.str.StrPrinter):
+    def _operand(self, e) -> str:
+        # ``//`` and ``%`` bind tighter than ``+`` and as tight as ``*``: wrap anything but a name or number
+        text = self._print(e)
+        return text if e.is_Atom or isinstance(e, (FloorDiv, ModularIndexing)) else f"({text})"
+
+    def _print_FloorDiv(self, e):
+        return f"({self._operand(e.args[0])} // {self._print(e.args[1])})"
+
+    def _print_ModularIndexing(self, e):
+        base, div, mod = self._operand(e.args[0]), self._print(e.args[1]), self._print(e.args[2])
+        inner = base if e.args[1] == 1 else f"({base} // {div})"
+        return f"({inner} % {mod})"
+
+    def _print_Mul(self, e):
+        # keep integer math: "8*x0", never "x0/2"
+        return "*".join(self.parenthesize(a, 50) for a in e.args)
+
+
+def linear_stride(expr, var) -> int | None:
+    """The integer coefficient of ``var`` in ``expr`` if ``expr`` is linear in it, else None."""
+    expr = sympy.expand(expr)
+    if var not in expr.free_symbols:
+        return 0
+    coeff = expr.coeff(var, 1)
+    rest = sympy.expand(expr - coeff * var)
+    if var in rest.free_symbols or not coeff.is_Integer:
+        return None
+    return int(coeff)
+
+
+def simplify_loops(sizes: list[int], index_exprs: list, var_names: list) -> tuple[list[int], Callable]:
+    """Merge adjacent dims ``i, i+1`` when every index has ``stride_i == stride_{i+1} * size_{i+1}``.
+
+    ``var_names`` are the symbols the exprs use for ``sizes``. Returns the new sizes and ``reindex(new_vars)``
+    giving one expression per old var (the merged-away outer var maps to 0 and the inner one carries the merged
+    var: exact because every expr is linear in both). Size-1 dims are dropped first.
+    """
+    groups = [[i] for i, s in enumerate(sizes) if s != 1]
+    strides = [[linear_stride(e, v) for v in var_names] for e in index_exprs]
+    merged: list[list[int]] = []
+    for g in groups:
+        if merged and _can_merge(merged[-1][-1], g[0], sizes, strides):
+            merged[-1].append(g[0])
+        else:
+            merged.append(list(g))
+    new_sizes = [product(sizes[i] for i in g) for g in merged]
+
+    def reindex(new_vars):
+        out = [sympy.Integer(0)] * len(sizes)
+        for g, v in zip(merged, new_vars):
+            out[g[-1]] = v  # the innermost var takes the merged index; outer ones vanish (see docstring)
+        return out
+
+    return new_sizes, reindex, merged
+
+
+def _can_merge(outer: int, inner: int, sizes, strides) -> bool:
+    for per_expr in strides:
+        so, si = per_expr[outer], per_expr[inner]
+        if so is None or si is None or so != si * sizes[inner]:
+            return False
+    return True
+
+
+def split_flat(flat, sizes: list[int]) -> list:
+    """Express each dim's index in terms of one flat index over ``sizes`` (row-major)."""
+    out, div = [], 1
+    for i in reversed(range(len(sizes))):
+        if i == 0:
+            out.append(FloorDiv(flat, div))
+        else:
+            out.append(ModularIndexing(flat, div, sizes[i]))
+        div *= sizes[i]
+    return list(reversed(out))
+
+
+def simplify_index(expr):
+    """Undo the ``FloorDiv``/``ModularIndexing`` a reshape introduced when the pieces add back up:
+    ``a*m*FloorDiv(x, d*m) + a*ModularIndexing(x, d, m) -> a*FloorDiv(x, d)`` (and ``FloorDiv(x, 1) = x``)."""
+    expr = sympy.expand(expr)
+    changed = True
+    while changed and isinstance(expr, sympy.Add):
+        changed = False
+        terms = list(expr.args)
+        for i, t in enumerate(terms):
+            coeff, fn = _split_term(t)
+            if not isinstance(fn, ModularIndexing):
+                continue
+            x, d, m = fn.args
+            for j, u in enumerate(terms):
+                c2, fn2 = _split_term(u)
+                if isinstance(fn2, FloorDiv) and fn2.args[0] == x and fn2.args[1] == d * m and c2 == coeff * m:
+                    rest = [w for k, w in enumerate(terms) if k not in (i, j)]
+                    expr = sympy.expand(sympy.Add(*rest, coeff * FloorDiv(x, d)))
+                    changed = True
+                    break
+            if changed:
+                break
+    return expr
+
+
+def _split_term(term):
+    if isinstance(term, sympy.Mul) and len(term.args) == 2 and term.args[0].is_Integer:
+        return term.args[0], term.args[1]
+    return sympy.Integer(1), term
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()

@@ -1,0 +1,429 @@
+"""ATen op -> IR: ``register_lowering`` and the pointwise, creation, cat/pad and indexing lowerings
+(mirrors ``torch/_inductor/lowering.py``; views live in ``view_lowering.py``, reductions and matmuls in
+``reduction_lowering.py``, indexing in ``index_lowering.py``).
+
+A lowering takes ``TensorBox``es and Python scalars and returns a ``TensorBox`` (or a list of them)::
+
+    @register_lowering(aten.sin)
+    def sin(x): return pointwise([x], ops.sin)   # Pointwise(inner_fn=lambda i: ops.sin(load_x(i)))
+
+Output dtypes come from the FX node's ``meta['val']`` (what eager would return), so type promotion is exact.
+fp16/bf16 values are computed in fp32 by codegen and rounded where eager would round (``ops.to_dtype``).
+An op with no lowering becomes a ``FallbackKernel`` in ``graph.py``: counted, never an error.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from . import ir
+from .ir import Pointwise, TensorBox
+from .virtualized import V, ops
+
+aten, prims = torch.ops.aten, torch.ops.prims
+lowerings: dict[Any, Callable] = {}
+
+
+def register_lowering(*targets) -> Callable:
+    """Register ``fn`` for every overload of each op packet (or for the given overloads)."""
+    def decorator(fn):
+        for target in targets:
+            if isinstance(target, torch._ops.OpOverloadPacket):
+                for name in target.overloads():
+                    if name == "out" or name.endswith("_out"):  # out= variants write an argument: fall back
+                        continue
+                    lowerings[getattr(target, name)] = fn
+            else:
+                lowerings[target] = fn
+        return fn
+    return decorator
+
+
+# ----------------------------------------------------------------------------------------- helpers
+def meta_val():
+    node = V.graph.current_node if V.graph is not None else None
+    return None if node is None else node.meta.get("val")
+
+
+def out_dtype(default: torch.dtype | None = None) -> torch.dtype:
+    val = meta_val()
+    if isinstance(val, torch.Tensor):
+        return val.dtype
+    if isinstance(val, (list, tuple)) and val and isinstance(val[0], torch.Tensor):
+        return val[0].dtype
+    assert default is not None, "no meta['val'] to read the output dtype from"
+    return default
+
+
+def is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+def broadcast_shapes(shapes: Sequence[Sequence[int]]) -> list[int]:
+    return list(torch.broadcast_shapes(*[torch.Size(s) for s in shapes]))
+
+
+def expand_to(x: TensorBox, size: Sequence[int]) -> ir.IRNode:
+    from .view_lowering import expand
+    return x if list(x.get_size()) == list(size) else expand(x, size)
+
+
+def promote(args) -> torch.dtype:
+    """Eager's type promotion of ``args`` (tensors as meta tensors, so 0-dim tensors rank like eager)."""
+    metas = [torch.empty(a.get_size(), dtype=a.get_dtype(), device="meta") if isinstance(a, ir.IRNode) else a
+             for a in args]
+    result = metas[0] if isinstance(metas[0], torch.Tensor) else torch.tensor(metas[0]).dtype
+    for m in metas[1:]:
+        result = torch.result_type(torch.empty((), dtype=result, device="meta") if isinstance(result, torch.dtype)
+                                   else result, m)
+    return result if isinstance(result, torch.dtype) else result.dtype
+
+
+def device_of(args) -> torch.device:
+    """The device of the first tensor argument (a graph runs on one device; CPU scalars are moved to it)."""
+    for a in args:
+        if isinstance(a, ir.IRNode):
+            return a.get_device()
+    return V.graph.device
+
+
+def origins_of(args) -> set:
+    out = set()
+    for a in args:
+        if isinstance(a, ir.IRNode):
+            storage = a.storage() if isinstance(a, TensorBox) else None
+            if storage is not None and not storage.is_realized():
+                out |= storage.origins
+    return out
+
+
+def pointwise(args: Sequence, fn: Callable, dtype: torch.dtype, compute_dtype: torch.dtype | None = None,
+              cast_inputs: bool = True) -> TensorBox:
+    """Broadcast ``args`` (TensorBoxes and scalars) and apply ``fn`` elementwise (``fn`` takes ops values)."""
+    compute_dtype = compute_dtype or dtype
+    shape = broadcast_shapes([a.get_size() for a in args if isinstance(a, ir.IRNode)])
+    loaders = [_make_arg_loader(a, shape, compute_dtype if cast_inputs else None) for a in args]
+
+    def inner_fn(index):
+        result = fn(*[load(index) for load in loaders])
+        return ops.to_dtype(result, dtype) if compute_dtype != dtype else result
+
+    return TensorBox.create(Pointwise(device_of(args), dtype, inner_fn, shape, origins=origins_of(args)))
+
+
+def _make_arg_loader(a, shape, dtype):
+    if isinstance(a, ir.IRNode):
+        load = expand_to(a, shape).make_loader()
+        if dtype is None or a.get_dtype() == dtype:
+            return load
+        return lambda index: ops.to_dtype(load(index), dtype)
+    const_dtype = dtype or (torch.float32 if isinstance(a, float) else torch.bool if isinstance(a, bool)
+                            else torch.int64)
+    return lambda index: ops.constant(a, const_dtype)
+
+
+def _dtype_for(args, kind: str) -> tuple[torch.dtype, torch.dtype]:
+    """(output dtype, compute dtype) of a pointwise op of ``kind`` on ``args``."""
+    out = out_dtype(default=None if meta_val() is not None else _guess_dtype(args, kind))
+    if kind == "compare":
+        return out, promote(args)
+    if kind == "logical":
+        return out, torch.bool
+    return out, out
+
+
+def _guess_dtype(args, kind):
+    if kind in ("compare", "logical"):
+        return torch.bool
+    d = promote(args)
+    return d if kind != "float" or d.is_floating_point else torch.get_default_dtype()
+
+
+def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
+    def lowering(*args, **kwargs):
+        if kwargs:  # an overload with options we do not model (round(decimals=2)...): fall back
+            raise NotImplementedError(f"{op_name} with {sorted(kwargs)}")
+        out, compute = _dtype_for(args, kind)
+        return pointwise(args, getattr(ops, op_name) if isinstance(op_name, str) else op_name, out, compute)
+    return lowering
+
+
+_UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos",
+          "tan", "tanh", "sigmoid", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+          "floor", "ceil", "trunc", "round", "sign", "reciprocal", "relu", "bitwise_not"]
+_BINARY = ["mul", "maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "remainder", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift"]
+_COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
+_LOGICAL = ["logical_and", "logical_or", "logical_xor", "logical_not"]
+
+for _name in _UNARY + _BINARY:
+    for _ns in (aten, prims):
+        if hasattr(_ns, _name):
+            register_lowering(getattr(_ns, _name))(make_pointwise_lowering(_name))
+
+
+def _rounding(name: str) -> Callable:
+    float_lowering = make_pointwise_lowering(name)
+
+    def lowering(x, *args, decimals=0):
+        if args or decimals:
+            raise NotImplementedError(f"{name} to {decimals or args} decimals")
+        if not x.get_dtype().is_floating_point:  # an integer is already whole (tl.floor takes floats only)
+            return pointwise([x], lambda v: v, x.get_dtype())
+        return float_lowering(x, *args)
+    return lowering
+
+
+for _name in ("floor", "ceil", "trunc", "round"):
+    register_lowering(getattr(aten, _name))(_rounding(_name))
+for _name in _COMPARE:
+    for _ns in (aten, prims):
+        if hasattr(_ns, _name):
+            register_lowering(getattr(_ns, _name))(make_pointwise_lowering(_name, "compare"))
+for _name in _LOGICAL:
+    register_lowering(getattr(aten, _name))(make_pointwise_lowering(_name, "logical"))
+register_lowering(aten.square)(lambda x: make_pointwise_lowering(lambda a: ops.mul(a, a))(x))
+register_lowering(prims.neg, prims.abs)(make_pointwise_lowering("neg"))
+lowerings[prims.abs.default] = make_pointwise_lowering("abs")
+
+
+def _add_sub(name: str) -> Callable:
+    def lowering(a, b, alpha=1):
+        if alpha != 1:
+            out, _ = _dtype_for((a, b), "default")
+            b = pointwise([b], lambda v: ops.mul(v, ops.constant(alpha, out)), out) \
+                if isinstance(b, ir.IRNode) else b * alpha
+        return make_pointwise_lowering(name)(a, b)
+    return lowering
+
+
+register_lowering(aten.add, prims.add)(_add_sub("add"))
+register_lowering(aten.sub, prims.sub)(_add_sub("sub"))
+
+
+@register_lowering(aten.rsub)
+def rsub(a, b, alpha=1):
+    out, compute = _dtype_for((a, b), "default")
+    return pointwise([b, a], lambda x, y: ops.sub(x, ops.mul(y, ops.constant(alpha, compute))), out, compute)
+
+
+@register_lowering(aten.div, prims.div, aten.true_divide)
+def div(a, b, rounding_mode=None):
+    out, compute = _dtype_for((a, b), "default")
+    target = V.graph.current_node.target if V.graph.current_node is not None else None
+    if target is prims.div.default and not is_float(out):
+        rounding_mode = "trunc"
+    if rounding_mode is None:
+        return pointwise([a, b], ops.truediv, out, compute)
+    fn = ops.floordiv if rounding_mode == "floor" else ops.truncdiv
+    return pointwise([a, b], fn, out, compute)
+
+
+@register_lowering(aten.floor_divide)
+def floor_divide(a, b):
+    out, compute = _dtype_for((a, b), "default")
+    return pointwise([a, b], ops.floordiv, out, compute)
+
+
+@register_lowering(aten.pow, prims.pow)
+def pow_(a, b):
+    out, compute = _dtype_for((a, b), "default")
+    if isinstance(b, (int, float)) and not isinstance(a, (int, float)) and float(b).is_integer() and abs(b) <= 64:
+        return pointwise([a], lambda x: _pow_int(x, int(b), compute), out, compute)
+    if isinstance(b, float) and b == 0.5:
+        return pointwise([a], ops.sqrt, out, compute)
+    return pointwise([a, b], ops.pow, out, compute)
+
+
+def _pow_int(x, n: int, dtype):
+    """x**n by repeated squaring: exact for integers and negative bases, like eager."""
+    if n == 0:
+        return ops.constant(1, dtype)
+    result, base, k = None, x, abs(n)
+    while k:
+        if k & 1:
+            result = base if result is None else ops.mul(result, base)
+        k >>= 1
+        if k:
+            base = ops.mul(base, base)
+    return ops.reciprocal(result) if n < 0 else result
+
+
+@register_lowering(aten.where, prims.where)
+def where(cond, a, b):
+    out = out_dtype(default=promote([a, b]))
+    return pointwise([cond, a, b], lambda c, x, y: ops.where(c, ops.to_dtype(x, out), ops.to_dtype(y, out)),
+                     out, cast_inputs=False)
+
+
+@register_lowering(aten.clamp, aten.clamp_min, aten.clamp_max, aten.hardtanh)
+def clamp(x, min=None, max=None):
+    target = V.graph.current_node.target if V.graph.current_node is not None else None
+    if target in (aten.clamp_max.default, aten.clamp_max.Tensor):
+        min, max = None, min
+    out, compute = _dtype_for((x,), "default")
+    args = [x] + [v for v in (min, max) if v is not None]
+
+    def fn(v, *bounds):
+        bounds = list(bounds)
+        if min is not None:
+            v = ops.maximum(v, bounds.pop(0))
+        if max is not None:
+            v = ops.minimum(v, bounds.pop(0))
+        return v
+    return pointwise(args, fn, out, compute)
+
+
+@register_lowering(aten._to_copy, prims.convert_element_type, aten.to)
+def to_copy(x, dtype=None, *args, **kwargs):
+    if isinstance(dtype, torch.device) or kwargs.get("device") not in (None, x.get_device()):
+        raise NotImplementedError("device copies fall back")
+    dtype = dtype if isinstance(dtype, torch.dtype) else kwargs.get("dtype") or x.get_dtype()
+    if dtype == x.get_dtype():
+        return clone(x)
+    return pointwise([x], lambda v: ops.to_dtype(v, dtype), dtype, cast_inputs=False)
+
+
+@register_lowering(aten.clone, aten.contiguous, prims.clone)
+def clone(x, *args, **kwargs):
+    return pointwise([x], lambda v: v, x.get_dtype())
+
+
+@register_lowering(aten.alias, aten.detach, aten.lift_fresh_copy, aten.lift_fresh, prims.view_of)
+def alias(x, *args):
+    return x
+
+
+@register_lowering(aten.copy)
+def copy(dst, src, non_blocking=False):
+    dtype = dst.get_dtype()
+    src = expand_to(src, dst.get_size()) if isinstance(src, ir.IRNode) else src
+    return pointwise([src], lambda v: ops.to_dtype(v, dtype), dtype, cast_inputs=False) \
+        if isinstance(src, ir.IRNode) else full(dst.get_size(), src, dtype=dtype, device=dst.get_device())
+
+
+@register_lowering(aten.copy_)
+def copy_(dst, src, non_blocking=False):
+    """After functionalization, ``copy_(graph_input, new_value)`` writes a mutation back into an input."""
+    buf = ir.unwrap_view_to_buffer(dst)
+    if not isinstance(buf, ir.InputBuffer):
+        raise NotImplementedError("copy_ into a non-input falls back")
+    value = copy(dst, src)
+    value.realize()
+    V.graph.mutations.append((buf.get_name(), value))
+    return value
+
+
+# ----------------------------------------------------------------------------------------- creation
+@register_lowering(aten.full, prims.full)
+def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None, **kwargs):
+    dtype = dtype or out_dtype(default=torch.get_default_dtype())
+    device = torch.device(device) if device is not None else V.graph.device
+    if isinstance(fill_value, ir.IRNode):
+        return pointwise([expand_to(fill_value, size)], lambda v: v, dtype)
+    return TensorBox.create(Pointwise(device, dtype, lambda index: ops.constant(fill_value, dtype), list(size)))
+
+
+@register_lowering(aten.zeros, aten.empty, aten.empty_strided, aten.ones, aten.new_zeros, aten.new_ones,
+                   aten.new_empty, aten.new_empty_strided, aten.zeros_like, aten.ones_like, aten.empty_like,
+                   aten.full_like, aten.new_full, aten.scalar_tensor, prims.empty_strided, aten.empty_permuted)
+def creation(*args, **kwargs):
+    val = meta_val()
+    target = V.graph.current_node.target
+    name = target._opname if hasattr(target, "_opname") else str(target)
+    value = 1 if "ones" in name else 0
+    if name in ("full_like", "new_full"):
+        value = args[1]
+    if name == "scalar_tensor":
+        value = args[0]
+    return full(list(val.shape), value, dtype=val.dtype, device=val.device)
+
+
+@register_lowering(aten.fill, aten.fill_)
+def fill(x, value):
+    return full(x.get_size(), value, dtype=x.get_dtype(), device=x.get_device())
+
+
+@register_lowering(prims.iota)
+def iota(length, *, start, step, dtype, device, requires_grad=False):
+    return TensorBox.create(Pointwise(device, dtype, lambda index: ops.index_expr(start + index[0] * step, dtype),
+                                      [length]))
+
+
+@register_lowering(aten.arange)
+def arange(*args, **kwargs):
+    val = meta_val()
+    nums = [a for a in args if isinstance(a, (int, float))]
+    start, step = (0, 1) if len(nums) == 1 else (nums[0], nums[2] if len(nums) > 2 else 1)
+    if not all(isinstance(v, int) for v in (start, step)):
+        dtype = val.dtype
+        return TensorBox.create(Pointwise(val.device, dtype, lambda index: ops.add(
+            ops.constant(start, dtype), ops.mul(ops.index_expr(index[0], dtype), ops.constant(step, dtype))),
+            list(val.shape)))
+    return iota(val.shape[0], start=start, step=step, dtype=val.dtype, device=val.device)
+
+
+# ----------------------------------------------------------------------------------------- cat / pad
+@register_lowering(aten.cat, prims.cat)
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)]
+    dim = dim % len(tensors[0].get_size())
+    dtype = out_dtype(default=promote(tensors))
+    size = list(tensors[0].get_size())
+    offsets = [0]
+    for t in tensors:
+        offsets.append(offsets[-1] + t.get_size()[dim])
+    size[dim] = offsets[-1]
+    loaders = [t.make_loader() for t in tensors]
+
+    def inner_fn(index):
+        result = None
+        for k in reversed(range(len(tensors))):
+            shifted = list(index)
+            shifted[dim] = index[dim] - offsets[k]
+            value = _masked_load(loaders[k], shifted, _in_range(index[dim], offsets[k], offsets[k + 1]), dtype,
+                                 tensors[k].get_dtype())
+            result = value if result is None else ops.where(
+                ops.lt(ops.index_expr(index[dim], torch.int64), ops.constant(offsets[k + 1], torch.int64)),
+                value, result)
+        return result
+    return TensorBox.create(Pointwise(device_of(tensors), dtype, inner_fn, size, origins=origins_of(tensors)))
+
+
+def _in_range(idx, lo, hi):
+    i = ops.index_expr(idx, torch.int64)
+    return ops.logical_and(ops.ge(i, ops.constant(lo, torch.int64)), ops.lt(i, ops.constant(hi, torch.int64)))
+
+
+def _masked_load(loader, index, mask, dtype, src_dtype, other=0):
+    def body():
+        v = loader(index)
+        return ops.to_dtype(v, dtype) if src_dtype != dtype else v
+    return ops.masked(mask, body, other)
+
+
+@register_lowering(aten.constant_pad_nd)
+def constant_pad_nd(x, pad, value=0):
+    size = list(x.get_size())
+    nd = len(size)
+    lefts = [0] * nd
+    new_size = list(size)
+    for k in range(len(pad) // 2):
+        d = nd - 1 - k
+        lefts[d] = pad[2 * k]
+        new_size[d] = size[d] + pad[2 * k] + pad[2 * k + 1]
+    loader, dtype = x.make_loader(), x.get_dtype()
+
+    def inner_fn(index):
+        src = [i - lo for i, lo in zip(index, lefts)]
+        mask = None
+        for d in range(nd):
+            if lefts[d] > 0 or new_size[d] - lefts[d] > size[d]:
+                m = _in_range(src[d], 0, size[d])
+                mask = m if mask is None else ops.logical_and(mask, m)
+        if mask is None:
+            return loader(src)
+        return ops.where(mask, _masked_load(loader, src, mask, dtype, dtype), ops.constant(value, dtype))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, new_size, origins=origins_of([x])))

@@ -1,0 +1,289 @@
+"""Partitioners: cut a joint forward+backward ATen graph into a forward graph and a backward graph.
+
+What goes in: the joint graph of ``aot_autograd.trace_joint`` -- placeholders ``primals_*`` then ``tangents_*``,
+output ``[*forward outputs, *grads]`` (a grad may be None) -- and ``num_fwd_outputs``.
+What comes out: ``(fw_gm, bw_gm)``.  ``fw_gm(*primals) -> (*forward outputs, *saved)`` and
+``bw_gm(*saved, *tangents) -> (*grads that are not None)``.  The *saved* tensors are what the forward hands to the
+backward through ``ctx.save_for_backward``; they stay alive from forward to backward, so they cost memory.
+
+Why: every forward value the backward reads must either be saved or be computed again in the backward. Saving a
+matmul's output is right (recomputing it costs a matmul); saving both ``h`` and ``gelu(h)`` is wasteful, since
+``gelu(h)`` is a cheap pointwise op that the backward kernel can recompute while it reads ``h`` anyway.
+
+- ``default_partition`` saves every forward value that the backward reads (upstream's ``default_partition``).
+- ``min_cut_rematerialization_partition`` ([Note: min-cut]) picks the set of saved tensors with the fewest bytes
+  such that everything else the backward needs is recomputable from them by cheap ops (pointwise ops, views, fills).
+
+Tiny example (a Linear -> GELU -> Linear MLP): the default partition saves ``addmm`` *and* ``gelu(addmm)``; the
+min-cut partition saves only ``addmm`` and recomputes the GELU in the backward graph.
+
+Mirrors ``torch/_functorch/partitioners.py``, with a simpler cost model: bytes only (no fusion-aware weights, no
+``max_dist_from_bw`` or activation-checkpointing rules), and its own small max-flow instead of networkx.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import operator
+from collections.abc import Iterable
+
+import torch
+import torch.fx
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+__all__ = ["PartitionStats", "default_partition", "min_cut_rematerialization_partition", "partition_stats"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading the joint graph
+# ----------------------------------------------------------------------------------------------------------------
+def _is_primal(n: Node) -> bool:
+    return n.op == "placeholder" and n.target.startswith("primals")
+
+
+def _is_tangent(n: Node) -> bool:
+    return n.op == "placeholder" and n.target.startswith("tangents")
+
+
+def _outputs(gm: torch.fx.GraphModule, num_fwd_outputs: int) -> tuple[list, list]:
+    outs = list(gm.graph.find_nodes(op="output")[0].args[0])
+    return outs[:num_fwd_outputs], outs[num_fwd_outputs:]
+
+
+def _ancestors(roots: Iterable[Node], stop: set[Node] = frozenset()) -> set[Node]:
+    """``roots`` and everything they read, not walking past ``stop`` nodes (which are included)."""
+    seen: set[Node] = set()
+    todo = [r for r in roots if isinstance(r, Node)]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n not in stop:
+            todo.extend(n.all_input_nodes)
+    return seen
+
+
+def _tangent_closure(gm: torch.fx.GraphModule) -> set[Node]:
+    """Nodes that depend on a tangent: they can only run in the backward."""
+    closure: set[Node] = set()
+    for n in gm.graph.nodes:
+        if _is_tangent(n) or any(i in closure for i in n.all_input_nodes):
+            closure.add(n)
+    return closure
+
+
+def size_of(n: Node) -> float:
+    """Bytes of the tensor ``n`` produces; inf for values that are not one tensor (they cannot be saved)."""
+    val = n.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return val.numel() * val.element_size()
+    return math.inf
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Building the two graphs once we know what is saved
+# ----------------------------------------------------------------------------------------------------------------
+def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> torch.fx.GraphModule:
+    """A new graph with ``inputs`` as placeholders that computes ``outputs``, copying the joint nodes it needs."""
+    needed = _ancestors(outputs, stop=set(inputs))
+    missing = [n for n in needed - set(inputs) if n.op == "placeholder"]
+    assert not missing, f"partition bug: {[n.name for n in missing]} needed but not passed in"
+    graph = torch.fx.Graph()
+    env: dict[Node, Node] = {}
+    for n in inputs:
+        env[n] = graph.placeholder(n.name)
+        env[n].meta = dict(n.meta)
+    for n in joint.graph.nodes:
+        if n in needed and n not in env:
+            env[n] = graph.node_copy(n, lambda a: env[a])
+    graph.output(tuple(env[o] for o in outputs))
+    return torch.fx.GraphModule(joint, graph)
+
+
+def _build(joint: torch.fx.GraphModule, num_fwd_outputs: int, saved: list[Node]) -> tuple:
+    fw_outs, grads = _outputs(joint, num_fwd_outputs)
+    primals = [n for n in joint.graph.nodes if _is_primal(n)]
+    tangents = [n for n in joint.graph.nodes if _is_tangent(n)]
+    fw_gm = _extract_graph(joint, primals, list(fw_outs) + saved)
+    bw_gm = _extract_graph(joint, saved + tangents, [g for g in grads if g is not None])
+    return fw_gm, bw_gm
+
+
+def _sorted(joint: torch.fx.GraphModule, nodes: Iterable[Node]) -> list[Node]:
+    order = {n: i for i, n in enumerate(joint.graph.nodes)}
+    return sorted(nodes, key=order.__getitem__)
+
+
+def default_partition(joint: torch.fx.GraphModule, _joint_inputs=None, *, num_fwd_outputs: int) -> tuple:
+    """Save every value computed by the forward half that the backward half reads."""
+    fw_outs, grads = _outputs(joint, num_fwd_outputs)
+    primals = {n for n in joint.graph.nodes if _is_primal(n)}
+    fw_nodes = _ancestors(fw_outs) | primals
+    bw_nodes = _ancestors([g for g in grads if g is not None], stop=fw_nodes) - fw_nodes
+    saved = {i for n in bw_nodes for i in n.all_input_nodes if i in fw_nodes}
+    saved |= {g for g in grads if g in fw_nodes}  # a gradient that is a forward value (rare)
+    saved = _expand_tuples(saved)
+    return _build(joint, num_fwd_outputs, _sorted(joint, saved))
+
+
+def _expand_tuples(saved: set[Node]) -> set[Node]:
+    """A multi-output node (``native_layer_norm``) cannot be saved whole: save the ``getitem``s the backward reads."""
+    out = set()
+    for n in saved:
+        if math.isinf(size_of(n)):
+            out |= {u for u in n.users if u.target is operator.getitem}
+        else:
+            out.add(n)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Min-cut rematerialization
+# ----------------------------------------------------------------------------------------------------------------
+# [Note: min-cut]
+# Make a flow network with two vertices per joint node, ``n.in -> n.out`` with capacity = bytes of n ("what it costs
+# to save n"), and ``a.out -> b.in`` with infinite capacity for each use of a by b. The source feeds every primal
+# and every forward node that must not be recomputed (matmuls, reductions, random ops); every node that needs a
+# tangent drains into the sink. Any cut between source and sink is a set of nodes whose values, if saved, let the
+# backward compute everything else it needs from them plus the tangents using only recomputable ops; the minimum
+# cut is the cheapest such set. Infinite edges are never cut, so a banned op is never recomputed and a backward-only
+# node is never "saved".
+RECOMPUTABLE_OPS = {
+    aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like, aten.arange, aten.empty,
+    aten.scalar_tensor, aten.clone, aten._to_copy, aten.copy, aten.where, aten.index_select, aten.gather,
+    aten.cat, aten.slice_scatter, aten.select_scatter, aten.constant_pad_nd, aten.expand_copy,
+}
+
+
+def _op_packet(n: Node):
+    return getattr(n.target, "overloadpacket", None)
+
+
+def is_recomputable(n: Node) -> bool:
+    """Cheap enough to run again in the backward: pointwise ops, views and fills. Never random ops."""
+    if n.op != "call_function":
+        return False
+    if n.target is operator.getitem:
+        return True
+    if not isinstance(n.target, torch._ops.OpOverload):
+        return False
+    if torch.Tag.nondeterministic_seeded in n.target.tags:
+        return False
+    if torch.Tag.pointwise in n.target.tags or _op_packet(n) in RECOMPUTABLE_OPS:
+        return True
+    return n.target.is_view
+
+
+class FlowNetwork:
+    """A directed graph with capacities and Edmonds-Karp max-flow (BFS augmenting paths); enough for a min cut."""
+
+    def __init__(self) -> None:
+        self.capacity: dict[tuple, float] = collections.defaultdict(float)
+        self.adj: dict[object, set] = collections.defaultdict(set)
+
+    def add_edge(self, u, v, capacity: float) -> None:
+        self.capacity[(u, v)] += capacity
+        self.adj[u].add(v)
+        self.adj[v].add(u)  # residual edge
+
+    def _augmenting_path(self, source, sink) -> list | None:
+        parent = {source: None}
+        queue = collections.deque([source])
+        while queue:
+            u = queue.popleft()
+            for v in self.adj[u]:
+                if v not in parent and self.capacity[(u, v)] > 0:
+                    parent[v] = u
+                    if v == sink:
+                        return self._path(parent, sink)
+                    queue.append(v)
+        return None
+
+    @staticmethod
+    def _path(parent: dict, sink) -> list:
+        path, v = [], sink
+        while parent[v] is not None:
+            path.append((parent[v], v))
+            v = parent[v]
+        return path
+
+    def min_cut(self, source, sink) -> set:
+        """Push flow until no augmenting path remains; return the vertices still reachable from ``source``."""
+        while (path := self._augmenting_path(source, sink)) is not None:
+            flow = min(self.capacity[e] for e in path)
+            if math.isinf(flow):
+                raise RuntimeError("min-cut partitioner: no finite cut (a backward node needs an unsaveable value)")
+            for u, v in path:
+                self.capacity[(u, v)] -= flow
+                self.capacity[(v, u)] += flow
+        return self._reachable(source)
+
+    def _reachable(self, source) -> set:
+        seen, todo = {source}, [source]
+        while todo:
+            u = todo.pop()
+            for v in self.adj[u]:
+                if v not in seen and self.capacity[(u, v)] > 0:
+                    seen.add(v)
+                    todo.append(v)
+        return seen
+
+
+def min_cut_rematerialization_partition(joint: torch.fx.GraphModule, _joint_inputs=None, *,
+                                        num_fwd_outputs: int) -> tuple:
+    """Save the fewest bytes; recompute cheap ops in the backward instead of saving them ([Note: min-cut])."""
+    fw_outs, grads = _outputs(joint, num_fwd_outputs)
+    bw_only = _tangent_closure(joint)
+    needed = _ancestors([g for g in grads if g is not None]) | _ancestors(fw_outs)
+    net = FlowNetwork()
+    for n in joint.graph.nodes:
+        if n not in needed:
+            continue
+        if n in bw_only:
+            net.add_edge((n, "in"), "sink", math.inf)
+            continue
+        if _is_primal(n) or not is_recomputable(n):
+            net.add_edge("source", (n, "in"), math.inf)
+        net.add_edge((n, "in"), (n, "out"), size_of(n))
+        for user in n.users:
+            if user in needed:
+                net.add_edge((n, "out"), (user, "in"), math.inf)
+    for g in grads:  # a gradient that needs no tangent must still reach the backward: saved or recomputed
+        if g is not None and g not in bw_only:
+            net.add_edge((g, "out"), "sink", math.inf)
+    reachable = net.min_cut("source", "sink")
+    saved = {n for n in needed if (n, "in") in reachable and (n, "out") not in reachable and n not in bw_only}
+    return _build(joint, num_fwd_outputs, _sorted(joint, saved))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What a partition costs
+# ----------------------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class PartitionStats:
+    """Saved tensors (names, bytes) and the forward ops the backward recomputes."""
+
+    saved: list[str]
+    saved_bytes: int
+    recomputed: list[str]
+
+    def __str__(self) -> str:
+        return (f"saved {len(self.saved)} tensors ({self.saved_bytes} bytes): {', '.join(self.saved) or '-'}; "
+                f"recomputed in backward: {', '.join(self.recomputed) or '-'}")
+
+
+def partition_stats(fw_gm: torch.fx.GraphModule, bw_gm: torch.fx.GraphModule, num_fwd_outputs: int) -> PartitionStats:
+    """Read the stats off the two graphs, so they hold for any ``partition_fn``.
+
+    A backward node is *recomputed* when the forward graph computes it too (both graphs keep the joint's node names).
+    """
+    saved = list(fw_gm.graph.find_nodes(op="output")[0].args[0])[num_fwd_outputs:]
+    fw_names = {n.name for n in fw_gm.graph.nodes if n.op == "call_function"}
+    recomputed = [n.name for n in bw_gm.graph.nodes
+                  if n.op == "call_function" and n.name in fw_names and n.target is not operator.getitem]
+    nbytes = sum(int(size_of(n)) for n in saved if not math.isinf(size_of(n)))
+    return PartitionStats([n.name for n in saved], nbytes, recomputed)

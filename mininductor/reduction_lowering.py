@@ -1,0 +1,298 @@
+"""Reduction lowerings (sum, mean, prod, amax/amin, argmax/argmin, var/std, any/all) and the extern matmuls.
+
+A reduction over ``dims`` becomes a ``Reduction`` whose ``ranges`` are the kept dims and ``reduction_ranges``
+the reduced ones; ``inner_fn(index, rindex)`` interleaves them back into the input's index. Reductions are always
+realised (a buffer), so their consumers read a value, not a loop. ``var`` is two passes -- ``mean``, then
+``sum((x - mean)**2)`` -- which the scheduler fuses into one kernel. Mirrors the reduction part of Inductor's
+``lowering.py`` (Inductor uses Welford for var; two passes read the row twice but need no custom combine, which
+is very slow under Triton's interpreter).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from . import config, ir
+from .indexing import product, split_flat
+from .ir import Reduction, TensorBox
+from .lowering import meta_val, origins_of, out_dtype, pointwise, register_lowering
+from .view_lowering import unsqueeze
+from .virtualized import V, ops
+
+aten, prims = torch.ops.aten, torch.ops.prims
+
+
+def _norm_dims(x, dims) -> list[int]:
+    nd = len(x.get_size())
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(nd))
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return sorted({d % max(nd, 1) for d in dims}) if nd else []
+
+
+def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dtype,
+                   src_dtype: torch.dtype | None = None) -> TensorBox:
+    """Reduce ``x`` over ``dims``. ``src_dtype`` is what values are cast to before accumulating."""
+    size = list(x.get_size())
+    dims = _norm_dims(x, dims)
+    kept = [d for d in range(len(size)) if d not in dims]
+    ranges, rranges = [size[d] for d in kept], [size[d] for d in dims]
+    src_dtype = src_dtype or (dtype if reduction_type not in ("argmax", "argmin", "any") else x.get_dtype())
+    loader, x_dtype = x.make_loader(), x.get_dtype()
+
+    def inner_fn(index, rindex):
+        full = [None] * len(size)
+        for d, v in zip(kept, index):
+            full[d] = v
+        for d, v in zip(dims, rindex):
+            full[d] = v
+        value = loader(full)
+        return ops.to_dtype(value, src_dtype) if x_dtype != src_dtype else value
+
+    if product(rranges) == 0 and reduction_type in ("sum", "prod", "any", "all"):
+        empty = {"sum": 0, "prod": 1, "any": False, "all": True}[reduction_type]  # eager's empty reductions
+        result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, lambda index: ops.constant(empty, dtype),
+                                               ranges))
+    elif product(rranges) == 1 and reduction_type not in ("argmax", "argmin"):
+        body = lambda index: ops.to_dtype(inner_fn(index, [0] * len(rranges)), dtype)
+        result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, body, ranges, origins=origins_of([x])))
+    elif _should_split(ranges, rranges, reduction_type):
+        result = _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype)
+    else:
+        node = Reduction(x.get_device(), dtype, inner_fn, ranges, rranges, reduction_type, src_dtype,
+                         origins=origins_of([x]))
+        result = TensorBox.create(node)
+        result.realize()
+    if keepdim:
+        for d in dims:
+            result = unsqueeze(result, d)
+    return result
+
+
+def _should_split(ranges, rranges, reduction_type) -> bool:
+    """A few outputs each reducing a huge row would run on a few programs (one SM for ``x.sum()``)."""
+    return (reduction_type in _SPLIT_IDENTITY and product(ranges) <= config.split_reduction_max_outputs
+            and product(rranges) >= config.split_reduction_threshold)
+
+
+_SPLIT_IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True, "max": float("-inf"), "min": float("inf")}
+
+
+def _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype) -> TensorBox:
+    """Inductor's split reduction: ``S`` partial reductions of ``P`` elements each (many programs), then one
+    small reduction of the ``S`` partials. The flat reduction index ``s*P + p`` is split back over the reduced
+    dims; the tail past the last element is masked to the identity."""
+    total = product(rranges)
+    splits = min(512, max(2, total // 4096))
+    part = (total + splits - 1) // splits
+    identity = _SPLIT_IDENTITY[reduction_type]
+    if not src_dtype.is_floating_point and reduction_type in ("max", "min"):
+        info = torch.iinfo(src_dtype) if src_dtype != torch.bool else None
+        identity = (info.min if reduction_type == "max" else info.max) if info else reduction_type == "min"
+
+    def partial_fn(index, rindex):
+        flat = index[-1] * part + rindex[0]
+        rvars = split_flat(flat, rranges) if len(rranges) > 1 else [flat]
+        inside = ops.lt(ops.index_expr(flat, torch.int64), ops.constant(total, torch.int64))
+        return ops.masked(inside, lambda: inner_fn(index[:-1], rvars), identity)
+
+    partial = TensorBox.create(Reduction(x.get_device(), dtype, partial_fn, [*ranges, splits], [part],
+                                         reduction_type, src_dtype, origins=origins_of([x])))
+    partial.realize()
+    load = partial.make_loader()
+    final = Reduction(x.get_device(), dtype, lambda index, rindex: load([*index, rindex[0]]), ranges, [splits],
+                      reduction_type, dtype, origins=origins_of([x]))
+    result = TensorBox.create(final)
+    result.realize()
+    return result
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    if dtype in (torch.float16, torch.bfloat16):
+        return torch.float32
+    if not dtype.is_floating_point and not dtype.is_complex:
+        return torch.int64
+    return dtype
+
+
+@register_lowering(aten.sum, prims.sum)
+def sum_(x, dims=None, keepdim=False, *, dtype=None, output_dtype=None):
+    out = out_dtype(default=dtype or output_dtype or _acc_dtype(x.get_dtype()))
+    result = make_reduction(x, dims, keepdim, "sum", _acc_dtype(out), _acc_dtype(out))
+    return _cast(result, out)
+
+
+def _cast(x, dtype):
+    if x.get_dtype() == dtype:
+        return x
+    return pointwise([x], lambda v: ops.to_dtype(v, dtype), dtype, cast_inputs=False)
+
+
+@register_lowering(aten.mean)
+def mean(x, dims=None, keepdim=False, *, dtype=None):
+    out = out_dtype(default=dtype or x.get_dtype())
+    acc = _acc_dtype(out)
+    n = product(x.get_size()[d] for d in _norm_dims(x, dims))
+    total = make_reduction(x, dims, keepdim, "sum", acc, acc)
+    return pointwise([total], lambda v: ops.truediv(v, ops.constant(n, acc)), out, acc, cast_inputs=False)
+
+
+@register_lowering(aten.prod)
+def prod(x, dims=None, keepdim=False, *, dtype=None):
+    out = out_dtype(default=dtype or _acc_dtype(x.get_dtype()))
+    return _cast(make_reduction(x, dims, keepdim, "prod", _acc_dtype(out), _acc_dtype(out)), out)
+
+
+def _minmax(kind: str):
+    def lowering(x, dims=None, keepdim=False):
+        dtype = x.get_dtype()
+        acc = _acc_dtype(dtype) if dtype.is_floating_point else dtype
+        return _cast(make_reduction(x, dims, keepdim, kind, acc, acc), dtype)
+    return lowering
+
+
+register_lowering(aten.amax, prims.amax)(_minmax("max"))
+register_lowering(aten.amin, prims.amin)(_minmax("min"))
+
+
+@register_lowering(aten.max.default, aten.min.default)
+def max_all(x):
+    kind = "max" if V.graph.current_node.target is aten.max.default else "min"
+    return _minmax(kind)(x)
+
+
+def _arg(kind: str):
+    def lowering(x, dim=None, keepdim=False):
+        if dim is None:  # over the flattened tensor; keepdim gives all-ones dims
+            from .view_lowering import reshape
+            nd = len(x.get_size())
+            result = make_reduction(reshape(x, [x.get_numel()]), [0], False, kind, torch.int64, _acc_dtype_val(x))
+            return reshape(result, [1] * nd) if keepdim else result
+        return make_reduction(x, [dim], keepdim, kind, torch.int64, _acc_dtype_val(x))
+    return lowering
+
+
+def _acc_dtype_val(x):
+    dt = x.get_dtype()
+    return torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
+
+
+register_lowering(aten.argmax)(_arg("argmax"))
+register_lowering(aten.argmin)(_arg("argmin"))
+
+
+@register_lowering(aten.max.dim, aten.min.dim)
+def max_dim(x, dim, keepdim=False):
+    is_max = V.graph.current_node.target is aten.max.dim
+    values = _minmax("max" if is_max else "min")(x, [dim], keepdim)
+    indices = _arg("argmax" if is_max else "argmin")(x, dim, keepdim)
+    return [values, indices]
+
+
+def _any_all(kind: str):
+    def lowering(x, dims=None, keepdim=False):
+        as_bool = pointwise([x], lambda v: ops.ne(v, ops.constant(0, x.get_dtype())), torch.bool,
+                            cast_inputs=False) if x.get_dtype() != torch.bool else x
+        return make_reduction(as_bool, dims, keepdim, kind, torch.bool, torch.bool)
+    return lowering
+
+
+register_lowering(aten.any)(_any_all("any"))
+register_lowering(aten.all)(_any_all("all"))
+
+
+@register_lowering(aten.cumsum)
+def cumsum(x, dim, *, dtype=None):
+    """A ``Scan``: ``tl.cumsum`` over each row (plus a running carry when rows are walked in chunks)."""
+    out = out_dtype(default=dtype or _acc_dtype(x.get_dtype()))
+    acc = _acc_dtype(out)
+    size = list(x.get_size())
+    if not size:
+        return _cast(x, out)
+    dim = dim % len(size)
+    kept = [d for d in range(len(size)) if d != dim]
+    loader, x_dtype = x.make_loader(), x.get_dtype()
+
+    def inner_fn(index, rindex):
+        full = list(index)
+        full.insert(dim, rindex[0])
+        value = loader(full)
+        return ops.to_dtype(value, acc) if x_dtype != acc else value
+
+    if size[dim] <= 1:
+        return _cast(x, out)
+    node = ir.Scan(x.get_device(), acc, inner_fn, [size[d] for d in kept], size[dim], dim, size,
+                   origins=origins_of([x]))
+    result = TensorBox.create(node)
+    result.realize()
+    return _cast(result, out)
+
+
+@register_lowering(prims.var)
+def var(x, dims, correction=1, *, output_dtype=None):
+    """Two-pass variance: ``sum((x - mean)**2) / (n - correction)``."""
+    out = out_dtype(default=output_dtype or x.get_dtype())
+    acc = _acc_dtype(out)
+    dims = _norm_dims(x, dims)
+    n = product(x.get_size()[d] for d in dims)
+    total = make_reduction(x, dims, True, "sum", acc, acc)
+    mean = pointwise([total], lambda v: ops.truediv(v, ops.constant(n, acc)), acc)
+    centered = pointwise([x, mean], lambda a, m: ops.mul(ops.sub(a, m), ops.sub(a, m)), acc, acc)
+    sq = make_reduction(centered, dims, False, "sum", acc, acc)
+    denom = max(n - correction, 0)
+    return pointwise([sq], lambda v: ops.truediv(v, ops.constant(denom, acc)), out, acc, cast_inputs=False)
+
+
+@register_lowering(aten.var_mean)
+def var_mean(x, dims=None, *, correction=1, keepdim=False):
+    v = var(x, dims, correction if correction is not None else 1)
+    if keepdim:
+        for d in _norm_dims(x, dims):
+            v = unsqueeze(v, d)
+    return [v, mean(x, dims, keepdim)]
+
+
+# ----------------------------------------------------------------------------------------- externs
+def realize_input(x) -> ir.IRNode:
+    """A buffer or strided view of one, as a library call needs (copying when the view is not strided)."""
+    if isinstance(x, TensorBox):
+        storage = x.storage()
+        if storage is not None and not storage.is_realized() and x.data is not storage:
+            rv = None
+        else:
+            x.realize()
+            buf = ir.unwrap_view_to_buffer(x)
+            if isinstance(buf, ir.Buffer):
+                return buf
+            rv = ir.as_strided_layout(x)
+        if rv is not None:
+            return rv
+        inner = ir.unwrap_view_to_buffer(x)
+        if isinstance(inner, ir.ReinterpretView):
+            return inner
+        copy = pointwise([x], lambda v: v, x.get_dtype())
+        copy.realize()
+        return ir.unwrap_view_to_buffer(copy)
+    return x
+
+
+def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False) -> TensorBox:
+    """An ``ExternKernel`` (counted as an extern call) whose output layout is what eager would produce."""
+    val = meta_val()
+    inputs = [realize_input(a) if isinstance(a, ir.IRNode) else a for a in args]
+    layout = ir.FixedLayout(val.device, val.dtype, list(val.shape), list(val.stride()), 0)  # [Note: offsets]
+    node = ir.ExternKernel(layout, kernel, [i for i in inputs if isinstance(i, ir.IRNode)],
+                           kwargs=kwargs or {}, origins={V.graph.current_node})
+    node.args = inputs
+    node.name = V.graph.register_buffer(node)
+    return TensorBox(ir.StorageBox(node))
+
+
+def _extern_lowering(op) -> callable:
+    return lambda *args, **kwargs: make_extern(f"torch.ops.{op}", args, kwargs)
+
+
+for _op in (aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
+            aten.convolution.default, aten.mv.default, aten.addmv.default, aten.dot.default):
+    register_lowering(_op)(_extern_lowering(_op))

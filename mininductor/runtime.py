@@ -1,0 +1,231 @@
+"""Runtime: the on-disk code cache, the kernel launcher (grids, block sizes, autotuning) and CUDA graphs
+(mirrors ``torch/_inductor/codecache.py`` and ``runtime/triton_heuristics.py``).
+
+* ``load_module(source, interpret)`` writes ``output_code.py`` under ``config.cache_dir`` (Triton's JIT reads
+  kernel source from a real file) and imports it -- with ``TRITON_INTERPRET=1`` for CPU graphs, so the same
+  kernels run on CPU tensors through Triton's interpreter.
+* ``KernelLauncher`` picks ``XBLOCK``/``RBLOCK``/``num_warps`` from the kernel kind and sizes, computes the grid
+  ``(cdiv(xnumel, XBLOCK),)`` and launches. Interpreted, a program costs milliseconds, so blocks are huge.
+  Under ``mode="max-autotune"`` the first call times a few configs and keeps the fastest.
+* ``CudaGraphRunner`` (``mode="reduce-overhead"``) records ``call`` once into a CUDA graph and replays it.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import sys
+import warnings
+
+import numpy
+import torch
+
+from . import config
+from .indexing import next_power_of_2
+
+
+def empty_strided(size, stride, *, device, dtype):
+    return torch.empty_strided(size, stride, device=device, dtype=dtype)
+
+
+def reinterpret_tensor(tensor, size, stride, offset):
+    """A strided view ``offset`` elements past ``tensor``'s first element (not its storage's)."""
+    return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
+
+
+def ensure_layout(tensor, size, stride):
+    """An extern or fallback result with the strides the kernels were generated for. Tracing predicts them
+    (fake tensors); should a library choose others at run time, copy rather than read the wrong elements."""
+    if tuple(tensor.stride()) == tuple(stride) or tensor.numel() <= 1:
+        return tensor
+    out = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
+    out.copy_(tensor)
+    return out
+
+
+@contextlib.contextmanager
+def interpret_mode(enabled: bool):
+    """Set ``TRITON_INTERPRET`` while a module's ``@triton.jit`` decorators run (Triton reads it then)."""
+    prior = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
+    try:
+        yield
+    finally:
+        if prior is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = prior
+
+
+_STDLIB_SWAPS: list | None = None
+
+
+@contextlib.contextmanager
+def interpreted_stdlib():
+    """Let interpreted kernels call ``tl.sum``/``tl.max``/... even when Triton was imported without
+    ``TRITON_INTERPRET=1`` (those helpers are then compiled-only ``JITFunction``s): swap in interpreted twins
+    for the duration of a launch. [Note: Triton decides compiled vs interpreted when a function is decorated.]"""
+    global _STDLIB_SWAPS
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    if _STDLIB_SWAPS is None:
+        _STDLIB_SWAPS = [(tl, name, obj, InterpretedFunction(obj.fn)) for name, obj in vars(tl).items()
+                         if isinstance(obj, JITFunction)]
+    for module, name, _, interpreted in _STDLIB_SWAPS:
+        setattr(module, name, interpreted)
+    try:
+        with numpy.errstate(all="ignore"):  # masked-off lanes may divide by zero; their results are dropped
+            yield
+    finally:
+        for module, name, original, _ in _STDLIB_SWAPS:
+            setattr(module, name, original)
+
+
+def load_module(source: str, interpret: bool):
+    """Write ``source`` to the code cache (named by its hash) and import it."""
+    key = hashlib.sha256(source.encode()).hexdigest()[:20]
+    os.makedirs(config.cache_dir, exist_ok=True)
+    path = os.path.join(config.cache_dir, f"c{key}.py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    name = f"mininductor_cache_{key}_{'cpu' if interpret else 'gpu'}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    with interpret_mode(interpret):
+        spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+# ------------------------------------------------------------------------------------------------ launcher
+class KernelLauncher:
+    """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
+
+    def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner"):
+        self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
+        self.interpret = device_type != "cuda"
+        self.hint = hint
+        self.configs = self._candidate_configs()
+        self.config = self.configs[0]
+        # Like Inductor's reductions, GPU kernels with several candidate configs time them on the first call;
+        # mode="max-autotune" also widens the pointwise candidates (see _candidate_configs).
+        self.tuned = self.interpret or len(self.configs) == 1
+
+    def _candidate_configs(self) -> list[dict]:
+        x, r = next_power_of_2(self.xnumel), next_power_of_2(self.rnumel)
+        if self.interpret:
+            cap = config.interpret_block_max
+            if self.kind == "poi":
+                return [{"XBLOCK": min(x, cap)}]
+            if self.kind == "tile":
+                return [{"XBLOCK": min(x, 256), "RBLOCK": min(r, 256)}]
+            rblock = min(r, cap, config.looped_reduction_rblock or cap)
+            return [{"XBLOCK": max(1, min(x, cap // rblock)), "RBLOCK": rblock}]
+        if self.kind == "poi":
+            if x <= 1024:
+                return [{"XBLOCK": max(x, 128), "num_warps": 4}]
+            if config.mode != "max-autotune":
+                return [{"XBLOCK": 1024, "num_warps": 4}]
+            return [{"XBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2048, "num_warps": 8},
+                    {"XBLOCK": 512, "num_warps": 4}, {"XBLOCK": 4096, "num_warps": 8}]
+        if self.kind == "tile":
+            return [{"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
+                    {"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
+                    {"XBLOCK": 64, "RBLOCK": 32, "num_warps": 4}]
+        if self.kind == "per":
+            xblock = max(1, min(x, 2048 // r if r < 2048 else 1))
+            warps = max(1, min(16, (xblock * r) // 512))
+            cands = [{"XBLOCK": xblock, "RBLOCK": r, "num_warps": warps}]
+            for w in (4, 8, 16, 32):
+                if w != warps and w * 32 <= xblock * r:
+                    cands.append({"XBLOCK": xblock, "RBLOCK": r, "num_warps": w})
+            return cands
+        if config.looped_reduction_rblock:
+            return [{"XBLOCK": 1, "RBLOCK": config.looped_reduction_rblock, "num_warps": 4}]
+        if self.hint == "outer":  # columns: a few contiguous outputs per program, many rows per step
+            return [{"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
+                    {"XBLOCK": 16, "RBLOCK": 256, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
+                    {"XBLOCK": 64, "RBLOCK": 8, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 4}]
+        return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
+                {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
+
+    def _launch(self, cfg: dict, args) -> None:
+        grid = ((self.xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
+        if self.kind == "tile":
+            grid = grid + ((self.rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
+        meta = dict(cfg)
+        if self.interpret:
+            meta.pop("num_warps", None)
+            with interpreted_stdlib():
+                self.fn[grid](*args, **meta)
+        else:
+            self.fn[grid](*args, **meta)
+
+    def run(self, *args) -> None:
+        if self.xnumel == 0 or self.rnumel == 0:  # an empty tensor: nothing to compute
+            return
+        if not self.tuned:
+            self.config = self._autotune(args)
+            self.tuned = True
+        self._launch(self.config, args)
+
+    def _autotune(self, args) -> dict:
+        """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
+        best, best_ms = self.configs[0], float("inf")
+        for cfg in self.configs:
+            try:
+                ms = _bench(lambda cfg=cfg: self._launch(cfg, args))
+            except Exception as e:  # noqa: BLE001  (a config that does not compile, e.g. out of resources)
+                warnings.warn(f"mininductor: skipping config {cfg} of {self.fn}: {type(e).__name__}")
+                continue
+            if ms < best_ms:
+                best, best_ms = cfg, ms
+        return best
+
+
+def _bench(fn, reps: int = 10) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+# ------------------------------------------------------------------------------------------------ cudagraphs
+class CudaGraphRunner:
+    """Replays ``call`` from a CUDA graph: inputs are copied into static buffers, outputs are the graph's own
+    (static) tensors -- the next replay overwrites them, as with ``torch.compile(mode="reduce-overhead")``."""
+
+    def __init__(self, call, example_inputs: list) -> None:
+        self.call = call
+        self.static_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # warm up: compile and autotune outside the capture
+                self.call(list(self.static_inputs))
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.static_outputs = self.call(list(self.static_inputs))
+
+    def __call__(self, inputs: list):
+        for dst, src in zip(self.static_inputs, inputs):
+            if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr():
+                dst.copy_(src)
+        self.graph.replay()
+        for dst, src in zip(self.static_inputs, inputs):  # input mutations are replayed into the static copy
+            if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr() and not torch.equal(dst, src):
+                src.copy_(dst)
+        return self.static_outputs

@@ -1,0 +1,268 @@
+"""View lowerings: every view is a re-indexing of its input, never a copy (part of Inductor's ``lowering.py``
+and ``ir.py``'s ``View``/``ExpandView``/``PermuteView``/``SliceView``).
+
+``permute(x, [1, 0])`` loads ``x`` at ``[i1, i0]``; ``expand`` loads broadcast dims at 0; ``x[:, 1:7:2]`` loads at
+``[i0, 2*i1 + 1]``; ``reshape`` maps each group of output dims to a flat index and splits it over the input dims
+(``FloorDiv``/``ModularIndexing``), which ``simplify_index`` folds back when the input was contiguous.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+import torch
+
+from . import ir
+from .indexing import FloorDiv, ModularIndexing, contiguous_strides, product
+from .ir import TensorBox, View
+from .lowering import register_lowering
+
+aten, prims = torch.ops.aten, torch.ops.prims
+
+
+def _view(x, size, reindex) -> TensorBox:
+    return TensorBox(View(x.data if isinstance(x, TensorBox) else x, size, reindex))
+
+
+def expand(x, size: Sequence[int]) -> TensorBox:
+    old = list(x.get_size())
+    size = [o if s == -1 else s for s, o in zip(size, [None] * (len(size) - len(old)) + old)]
+    skip = len(size) - len(old)
+
+    def reindex(index):
+        return [sympy.Integer(0) if o == 1 and size[skip + d] != 1 else index[skip + d] for d, o in enumerate(old)]
+    return _view(x, size, reindex)
+
+
+register_lowering(aten.expand)(lambda x, size, implicit=False: expand(x, size))
+register_lowering(aten.expand_as)(lambda x, other: expand(x, other.get_size()))
+
+
+@register_lowering(prims.broadcast_in_dim)
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    kept, xs = list(broadcast_dimensions), list(x.get_size())
+    mid = [1] * len(shape)
+    for k, d in enumerate(kept):
+        mid[d] = xs[k]
+    return expand(_view(x, mid, lambda index: [index[d] for d in kept]), shape)
+
+
+@register_lowering(aten.permute, prims.transpose)
+def permute(x, dims):
+    nd = len(x.get_size())
+    dims = [d % nd for d in dims]
+    size = [x.get_size()[d] for d in dims]
+    inverse = [dims.index(i) for i in range(nd)]
+    return _view(x, size, lambda index: [index[inverse[i]] for i in range(nd)])
+
+
+@register_lowering(aten.transpose)
+def transpose(x, d0, d1):
+    nd = len(x.get_size())
+    dims = list(range(nd))
+    if nd:
+        dims[d0 % nd], dims[d1 % nd] = dims[d1 % nd], dims[d0 % nd]
+    return permute(x, dims)
+
+
+@register_lowering(aten.t)
+def t(x):
+    return transpose(x, 0, 1) if len(x.get_size()) == 2 else x
+
+
+@register_lowering(aten.slice)
+def slice_(x, dim=0, start=None, end=None, step=1):
+    size = list(x.get_size())
+    dim = dim % len(size)
+    n = size[dim]
+    start, end = 0 if start is None else start, n if end is None else end
+    start = min(max(start + n if start < 0 else start, 0), n)
+    end = min(max(end + n if end < 0 else end, start), n)
+    new = list(size)
+    new[dim] = (end - start + step - 1) // step
+    if start == 0 and end == n and step == 1:
+        return x
+
+    def reindex(index):
+        index = list(index)
+        index[dim] = index[dim] * step + start
+        return index
+    return _view(x, new, reindex)
+
+
+@register_lowering(aten.select)
+def select(x, dim, idx):
+    size = list(x.get_size())
+    dim = dim % len(size)
+    idx = idx + size[dim] if idx < 0 else idx
+    new = size[:dim] + size[dim + 1:]
+    return _view(x, new, lambda index: list(index[:dim]) + [sympy.Integer(idx)] + list(index[dim:]))
+
+
+@register_lowering(aten.unsqueeze)
+def unsqueeze(x, dim):
+    size = list(x.get_size())
+    dim = dim % (len(size) + 1)
+    return _view(x, size[:dim] + [1] + size[dim:], lambda index: list(index[:dim]) + list(index[dim + 1:]))
+
+
+@register_lowering(aten.squeeze, prims.squeeze)
+def squeeze(x, dim=None):
+    size = list(x.get_size())
+    if dim is None:
+        dims = [d for d, s in enumerate(size) if s == 1]
+    else:
+        dims = [d % max(len(size), 1) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        dims = [d for d in dims if size and size[d] == 1]
+    keep = [d for d in range(len(size)) if d not in dims]
+
+    def reindex(index):
+        out = [sympy.Integer(0)] * len(size)
+        for d, v in zip(keep, index):
+            out[d] = v
+        return out
+    return _view(x, [size[d] for d in keep], reindex)
+
+
+@register_lowering(aten.view, aten.reshape, aten._unsafe_view, prims.reshape, aten.view_copy, aten.flatten,
+                   prims.collapse_view, aten.unflatten)
+def view(x, size, *args):
+    target = _target()
+    if target is not None and target in (aten.flatten.using_ints, prims.collapse_view.default):
+        start, end = size, args[0]
+        old = list(x.get_size())
+        nd = len(old)
+        start, end = start % max(nd, 1), end % max(nd, 1)
+        size = old[:start] + [product(old[start:end + 1])] + old[end + 1:]
+    elif target is not None and target is aten.unflatten.int:
+        old, dim = list(x.get_size()), size % len(x.get_size())
+        size = old[:dim] + list(args[0]) + old[dim + 1:]
+    return reshape(x, list(size))
+
+
+def _target():
+    from .virtualized import V
+    return V.graph.current_node.target if V.graph is not None and V.graph.current_node is not None else None
+
+
+def reshape(x, size: list[int]) -> TensorBox:
+    old = list(x.get_size())
+    numel = product(old)
+    if -1 in size:
+        known = product(s for s in size if s != -1)
+        size = [numel // known if s == -1 else s for s in size]
+    if old == size:
+        return x
+    groups = _reshape_groups(old, size)
+
+    def reindex(index):
+        out = [sympy.Integer(0)] * len(old)
+        for old_dims, new_dims in groups:
+            flat = sum((index[d] * s for d, s in zip(new_dims, contiguous_strides([size[d] for d in new_dims]))),
+                       sympy.Integer(0))
+            sizes = [old[d] for d in old_dims]
+            div = 1
+            for k in reversed(range(len(old_dims))):
+                out[old_dims[k]] = FloorDiv(flat, div) if k == 0 else ModularIndexing(flat, div, sizes[k])
+                div *= sizes[k]
+        return out
+    return _view(x, size, reindex)
+
+
+def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
+    """Pair up runs of old and new dims with equal products (greedy from the left)."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        og, ng = [], []
+        po = pn = 1
+        if i < len(old):
+            og.append(i); po *= old[i]; i += 1
+        if j < len(new):
+            ng.append(j); pn *= new[j]; j += 1
+        while po != pn:
+            if po < pn:
+                og.append(i); po *= old[i]; i += 1
+            else:
+                ng.append(j); pn *= new[j]; j += 1
+        # trailing size-1 dims join the current group
+        while i < len(old) and old[i] == 1 and (j >= len(new) or new[j] != 1):
+            og.append(i); i += 1
+        while j < len(new) and new[j] == 1 and (i >= len(old) or old[i] != 1):
+            ng.append(j); j += 1
+        groups.append((og, ng))
+    return groups
+
+
+@register_lowering(aten.as_strided, prims.as_strided)
+def as_strided(x, size, stride, storage_offset=None):
+    """Index the underlying storage directly: the input is realised first (its storage must exist)."""
+    x.realize()
+    buf = ir.unwrap_view_to_buffer(x)
+    if not isinstance(buf, ir.Buffer):
+        rv = ir.as_strided_layout(x)
+        if rv is None:
+            raise NotImplementedError("as_strided of a non-strided view")
+        buf = rv.data
+        base_offset = 0
+    else:
+        base_offset = buf.layout.offset
+    # storage_offset counts from the start of the storage; our offsets count from the buffer's data_ptr
+    offset = base_offset if storage_offset is None else storage_offset - getattr(buf, "storage_offset", 0)
+    layout = ir.FixedLayout(buf.get_device(), buf.get_dtype(), list(size), list(stride), offset)
+    return TensorBox(ir.ReinterpretView(buf, layout))
+
+
+@register_lowering(aten.flip, prims.rev)
+def flip(x, dims):
+    """Not a view in eager (it copies), but for us just another re-indexing: ``i -> size - 1 - i``."""
+    size = list(x.get_size())
+    dims = {d % len(size) for d in dims}
+    return _view(x, size, lambda index: [size[d] - 1 - v if d in dims else v for d, v in enumerate(index)])
+
+
+@register_lowering(aten.split, aten.split_with_sizes)
+def split(x, sizes, dim=0):
+    n = x.get_size()[dim % len(x.get_size())]
+    if isinstance(sizes, int):
+        sizes = [sizes] * (n // sizes) + ([n % sizes] if n % sizes else [])
+    out, start = [], 0
+    for s in sizes:
+        out.append(slice_(x, dim, start, start + s))
+        start += s
+    return out
+
+
+@register_lowering(aten.unbind)
+def unbind(x, dim=0):
+    return [select(x, dim, i) for i in range(x.get_size()[dim % len(x.get_size())])]
+
+
+@register_lowering(aten.diagonal)
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    size = list(x.get_size())
+    nd = len(size)
+    dim1, dim2 = dim1 % nd, dim2 % nd
+    n = max(min(size[dim1] + min(offset, 0), size[dim2] - max(offset, 0)), 0)
+    keep = [d for d in range(nd) if d not in (dim1, dim2)]
+
+    def reindex(index):
+        out = [None] * nd
+        for d, v in zip(keep, index):
+            out[d] = v
+        out[dim1] = index[-1] - min(offset, 0)
+        out[dim2] = index[-1] + max(offset, 0)
+        return out
+    return _view(x, [size[d] for d in keep] + [n], reindex)
+
+
+
+def _register_copy_variants() -> None:
+    """Functionalization can emit ``view_copy``-style ops (``slice_copy``, ``permute_copy``...): same values."""
+    from .lowering import lowerings
+    for op, fn in list(lowerings.items()):
+        packet = getattr(aten, f"{op._opname}_copy", None) if op.namespace == "aten" else None
+        if packet is not None and op._overloadname in packet.overloads():
+            lowerings.setdefault(getattr(packet, op._overloadname), fn)
+
+
+_register_copy_variants()

@@ -1,0 +1,114 @@
+"""Fusion: kernel counts for the acceptance patterns, fusion of reductions with their producers and epilogues,
+horizontal siblings, the recorded reason when a pair is not fused, and dead-buffer removal."""
+import torch
+import torch.nn.functional as F
+
+from mininductor import metrics
+
+from .utils import check
+
+torch.manual_seed(0)
+X = torch.randn(33, 130)
+
+
+def test_gelu_tanh_chain_is_one_kernel():
+    compiled = check(lambda x: F.gelu(x, approximate="tanh"), X, kernels=1)
+    assert "triton_poi_fused_" in compiled.source
+
+
+def test_softmax_last_dim_is_one_kernel():
+    compiled = check(lambda x: torch.softmax(x, -1), X, kernels=1)
+    assert "triton_per_fused__softmax_0" in compiled.source
+
+
+def test_layer_norm_is_one_kernel():
+    w, b = torch.randn(130), torch.randn(130)
+    check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5)
+
+
+def test_sum_divided_by_n_is_one_kernel():
+    check(lambda x: x.sum(-1) / 130, X, kernels=1)
+
+
+def test_rmsnorm_by_hand_is_one_kernel():
+    w = torch.randn(130)
+    check(lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, X, w, kernels=1)
+
+
+def test_mlp_is_two_externs_and_at_most_two_kernels():
+    w1, b1, w2, b2 = torch.randn(64, 130), torch.randn(64), torch.randn(16, 64), torch.randn(16)
+    check(lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2) * 2, X, w1, b1, w2, b2,
+          externs=2, atol=1e-4, rtol=1e-4)
+    assert metrics.generated_kernel_count <= 2
+
+
+def test_horizontal_siblings_share_a_kernel():
+    check(lambda x: (x.sin(), x.cos(), x * 2), X, kernels=1)
+
+
+def test_pointwise_producer_and_epilogue_fuse_into_reduction():
+    # a multi-use producer is realised (it reads many buffers), then fused into both reductions and the epilogue
+    ys = [torch.randn(33, 130) for _ in range(5)]
+
+    def fn(x, a, b, c, d, e):
+        p = x * a + b * c - d / (e.abs() + 1)
+        return p.sum(-1) + p.amax(-1), p * 2
+    check(fn, X, *ys, kernels=1, atol=1e-4, rtol=1e-5)
+
+
+def test_transposed_read_is_not_fused_and_says_why():
+    def fn(x):
+        y = (x * 2).exp() + x.sin() * x.cos() + x.tanh() + x.sigmoid()  # multi-use, large body: realised
+        return y * 3, y.t() + 1
+    check(fn, torch.randn(31, 31), kernels=2, atol=1e-5, rtol=1e-5)
+    reasons = [r for _, _, r in metrics.fusion_rejections]
+    assert any("another program's element" in r for r in reasons), reasons
+
+
+def test_rejection_reasons_are_recorded():
+    check(lambda x: (x.sum(0), x.sum(1)), X, kernels=2)
+    reasons = [r for _, _, r in metrics.fusion_rejections]
+    assert any("iteration spaces differ" in r for r in reasons), reasons
+
+
+def test_dead_buffers_are_removed():
+    def fn(x):
+        unused = x.sum(-1) * 3  # noqa: F841
+        return x + 1
+    check(fn, X, kernels=1)
+
+
+def test_reduction_feeding_another_reduction_fuses():
+    check(lambda x: (x - x.mean(-1, keepdim=True)).abs().amax(-1), X, kernels=1)
+
+
+def test_transpose_gets_a_2d_tile(monkeypatch):
+    import mininductor
+    monkeypatch.setattr(mininductor.config, "tile_in_interpreter", True)
+    compiled = check(lambda x, y: (x.t() + y, (x.t() * y).sin()), torch.randn(40, 24), torch.randn(24, 40),
+                     kernels=1)
+    assert "tl.program_id(1)" in compiled.source
+    check(lambda x: x.permute(2, 0, 1).contiguous() + 1, torch.randn(5, 18, 20), kernels=1)
+
+
+def test_reduction_over_dim0_fuses_with_its_pointwise_neighbours():
+    # the pointwise loops are reordered so the reduced dim becomes the kernel's inner axis
+    check(lambda x: torch.softmax(x, 0), torch.randn(4, 6, 9), kernels=1)
+    check(lambda x: torch.softmax(x, 1), torch.randn(4, 6, 9), kernels=1)
+
+
+def test_scheduler_prints_and_draws_its_fusion_groups():
+    from mininductor.compile_fx import trace_inference
+    from mininductor.graph import GraphLowering
+    from mininductor.scheduler import Scheduler
+    from mininductor.virtualized import V
+    x = torch.randn(8, 16)
+    gm, _ = trace_inference(lambda x: (torch.softmax(x, -1), x.sum(0)), [x])
+    graph = GraphLowering(gm, [x])
+    with V.set_graph_handler(graph):
+        graph.run(x)
+        graph.current_node = None
+        scheduler = Scheduler(graph)
+    text = str(scheduler)
+    assert "group=(8, 16)" in text and "iteration spaces differ" in text
+    assert "kernel 0 (8, 16)" in scheduler.to_dot().source

@@ -1,0 +1,93 @@
+"""Pointwise lowerings vs eager on irregular shapes: unary/binary math, comparisons, logical ops, where, clamp,
+pow, casts (fp16/bf16 computed in fp32), scalars, broadcasting, integer division and NaN semantics."""
+import pytest
+import torch
+
+from .utils import check
+
+torch.manual_seed(0)
+X = torch.randn(7, 33)
+POS = torch.rand(7, 33) + 0.1
+UNIT = torch.rand(7, 33) * 1.8 - 0.9
+
+UNARY = [
+    (torch.abs, X), (torch.neg, X), (torch.exp, X), (torch.exp2, X), (torch.expm1, X), (torch.log, POS),
+    (torch.log1p, POS), (torch.log2, POS), (torch.log10, POS), (torch.sqrt, POS), (torch.rsqrt, POS),
+    (torch.sin, X), (torch.cos, X), (torch.tan, UNIT), (torch.tanh, X), (torch.sigmoid, X), (torch.erf, X),
+    (torch.asin, UNIT), (torch.acos, UNIT), (torch.atan, X), (torch.sinh, X), (torch.cosh, X),
+    (torch.asinh, X), (torch.acosh, POS + 1), (torch.atanh, UNIT), (torch.floor, X * 3), (torch.ceil, X * 3),
+    (torch.trunc, X * 3), (torch.round, torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6, 3.0])),
+    (torch.sign, X), (torch.reciprocal, POS), (torch.relu, X), (torch.frac, X * 3), (torch.square, X),
+    (lambda x: torch.nn.functional.silu(x), X), (lambda x: torch.nn.functional.softplus(x), X), (lambda x: torch.nn.functional.elu(x), X),
+    (lambda x: torch.nn.functional.leaky_relu(x), X), (lambda x: torch.nn.functional.hardswish(x), X * 4),
+    (lambda x: torch.nn.functional.hardsigmoid(x), X * 4), (lambda x: torch.nn.functional.mish(x), X),
+    (lambda x: torch.nn.functional.gelu(x, approximate="tanh"), X), (torch.nn.functional.gelu, X),
+]
+
+
+@pytest.mark.parametrize("fn,x", UNARY, ids=[str(i) for i in range(len(UNARY))])
+def test_unary(fn, x):
+    check(fn, x, atol=2e-5, rtol=2e-5, kernels=1)
+
+
+BINARY = [torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum, torch.atan2, torch.hypot,
+          torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge, torch.remainder, torch.fmod,
+          torch.floor_divide, torch.copysign, torch.logical_and, torch.logical_or, torch.logical_xor]
+
+
+@pytest.mark.parametrize("fn", BINARY, ids=lambda f: f.__name__)
+def test_binary_broadcast(fn):
+    a, b = torch.randn(5, 1, 9) * 3, torch.randn(4, 9) * 3 + 0.1
+    check(fn, a, b, atol=1e-5, rtol=1e-5, kernels=1)
+
+
+def test_alpha_rsub_scalars():
+    check(lambda x, y: (torch.add(x, y, alpha=2), torch.sub(x, 3, alpha=0.5), torch.rsub(x, 1.5), 2 - x,
+                        x * 2.5 + 1), X, X.flip(0), kernels=1)
+
+
+def test_where_clamp_pow():
+    check(lambda x, p: torch.where(x > 0, x.clamp(-0.5, 0.5) ** 2, x.pow(3)) + x.clamp(min=0.1)
+          + x.clamp(max=0.2) + torch.nn.functional.hardtanh(x) + p ** x + x ** -2, X, POS, atol=1e-4, rtol=1e-4,
+          kernels=1)
+
+
+def test_pow_negative_base_integer_exponent():
+    x = torch.tensor([-2.0, -1.5, 0.0, 1.5, 2.0])
+    check(lambda x, e: (x ** 3, x ** e, torch.pow(x, 0)), x, torch.tensor([2.0, 3.0, 2.0, 0.5, -1.0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_cast_and_compute(dtype):
+    # eager rounds after every op; we round once at the end (as Inductor does): allow a few ulps
+    check(lambda x: ((x.to(dtype) * 3).sin() + 1).to(dtype), X, atol=5e-2, rtol=5e-2, kernels=1)
+    check(lambda x: x.to(dtype).float() * 2, X, kernels=1)
+
+
+def test_int_and_bool_casts():
+    check(lambda x: ((x * 10).to(torch.int32) + 1, (x > 0).to(torch.float32), (x * 100).long() // 7,
+                     (x > 0) & (x < 1), ~(x > 0)), X, kernels=1)
+
+
+def test_integer_division_semantics():
+    a = torch.tensor([-7, -6, -1, 0, 1, 6, 7, 13, -13])
+    b = torch.tensor([2, -4, 3, 5, -2, 4, -3, 5, 5])
+    check(lambda a, b: (a // b, a % b, torch.div(a, b, rounding_mode="trunc"), torch.fmod(a, b),
+                        torch.div(a, b, rounding_mode="floor"), a / b), a, b, kernels=1)
+
+
+def test_nan_semantics_match_eager():
+    x = torch.tensor([1.0, float("nan"), -2.0, float("inf"), -float("inf"), 0.0])
+    y = torch.tensor([float("nan"), 2.0, -3.0, 1.0, float("nan"), -0.0])
+    check(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y), torch.relu(x), torch.isnan(x),
+                        torch.isinf(x), torch.isfinite(x), x.clamp(-1, 1), torch.nan_to_num(x)), x, y, kernels=1)
+
+
+def test_broadcast_scalar_tensor_and_zero_dim():
+    check(lambda x, s: x * s + s, X, torch.tensor(2.5), kernels=1)
+
+
+def test_logical_not_and_bitwise():
+    a = torch.randint(-50, 50, (3, 17), dtype=torch.int32)
+    check(lambda a: (torch.bitwise_not(a), a & 12, a | 3, a ^ 5, torch.logical_not(a), a.abs(), -a), a,
+          kernels=1)

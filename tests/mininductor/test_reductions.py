@@ -1,0 +1,96 @@
+"""Reductions vs eager over any dims with keepdim: sum, mean, prod, amax/amin, argmax/argmin, var/std/var_mean,
+any/all -- persistent (whole row in registers) and looped (rows walked in chunks), with NaN semantics."""
+import pytest
+import torch
+
+import mininductor
+
+from .utils import check
+
+torch.manual_seed(0)
+X = torch.randn(6, 37, 11)
+
+
+@pytest.fixture(params=["persistent", "looped"])
+def reduction_kind(request, monkeypatch):
+    """``looped`` forces RBLOCK=8, so every row of 11..37 elements needs a loop."""
+    if request.param == "looped":
+        monkeypatch.setattr(mininductor.config, "looped_reduction_rblock", 8)
+    return request.param
+
+
+DIMS = [(-1, False), (1, True), ((0, 2), False), ((0, 1, 2), True), (0, False)]
+
+
+@pytest.mark.parametrize("dim,keepdim", DIMS)
+def test_sum_mean_amax_amin(dim, keepdim, reduction_kind):
+    check(lambda x: (x.sum(dim, keepdim), x.mean(dim, keepdim), x.amax(dim, keepdim), x.amin(dim, keepdim)),
+          X, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dim,keepdim", [(-1, False), (0, True), (1, False)])
+def test_arg_and_var(dim, keepdim, reduction_kind):
+    check(lambda x: (x.argmax(dim, keepdim), x.argmin(dim, keepdim), x.var(dim, keepdim=keepdim),
+                     x.std(dim, keepdim=keepdim), torch.var_mean(x, dim, correction=0, keepdim=keepdim),
+                     (0.9 + 0.1 * x).prod(dim, keepdim)), X, atol=1e-5, rtol=1e-4)
+
+
+def test_any_all_int_and_bool_sums(reduction_kind):
+    check(lambda x: ((x > 1).any(-1), (x > -2).all(1), (x > 0).sum(-1), (x * 10).long().sum(0),
+                     torch.max(x, 1), torch.min(x, -1, keepdim=True)), X)
+
+
+def test_full_reductions(reduction_kind):
+    check(lambda x: (x.sum(), x.mean(), x.amax(), x.argmax(), x.max(), x.min(), x.prod() * 0), X,
+          atol=1e-4, rtol=1e-5)
+
+
+def test_nan_propagates_like_eager(reduction_kind):
+    x = X.clone()
+    x[1, 3, 4] = float("nan")
+    x[4, :, 2] = float("nan")
+    check(lambda x: (x.amax(-1), x.amin(1), x.argmax(-1), x.argmin(0), x.sum(-1)), x)
+
+
+def test_ties_pick_first_index(reduction_kind):
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, -1.0, -1.0], [-float("inf")] * 4])
+    check(lambda x: (x.argmax(-1), x.argmin(-1)), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_reductions_accumulate_in_fp32(dtype, reduction_kind):
+    x = X.to(dtype)
+    check(lambda x: (x.sum(-1), x.mean(0), x.amax(1), torch.softmax(x, -1)), x, atol=2e-2, rtol=2e-2)
+
+
+def test_norms_and_softmax(reduction_kind):
+    w, b = torch.randn(11), torch.randn(11)
+    check(lambda x, w, b: (torch.softmax(x, -1), torch.log_softmax(x, 1),
+                           torch.nn.functional.layer_norm(x, (11,), w, b), torch.logsumexp(x, -1),
+                           torch.linalg.vector_norm(x, dim=-1)), X, w, b, atol=1e-5, rtol=1e-5)
+
+
+def test_reduction_of_strided_views(reduction_kind):
+    check(lambda x: (x.transpose(0, 2).sum(-1), x[:, ::3].amax(1), x.permute(2, 0, 1).reshape(11, -1).mean(-1)),
+          X, atol=1e-5, rtol=1e-5)
+
+
+def test_cumsum_is_a_scan_kernel(reduction_kind):
+    x = X.reshape(6, 37 * 11)[:, :41].contiguous()
+    check(lambda x: (x.cumsum(-1), x.cumsum(0) * 2, (x > 0).cumsum(1), x.half().cumsum(-1)), x,
+          atol=2e-3, rtol=2e-3, fallbacks=0)
+
+
+def test_split_reduction_for_few_long_rows(reduction_kind, monkeypatch):
+    """Few outputs with long rows reduce in two kernels: partials over many programs, then the partials."""
+    monkeypatch.setattr(mininductor.config, "split_reduction_threshold", 64)
+    x = torch.randn(3, 1001)
+    x[1, 17] = float("nan")
+    check(lambda x: (x.sum(), x.mean(-1), x[0].amax(), x.amin(-1), (x > 3).any(), x[2].prod() * 0 + x.var()),
+          x, atol=1e-4, rtol=1e-4)
+    from mininductor import metrics
+    assert metrics.generated_kernel_count >= 2
+
+
+def test_argmax_of_whole_tensor_with_keepdim():
+    check(lambda x: (x.argmax(), x.argmin(keepdim=True), torch.argmax(x, keepdim=True)), X)

@@ -1,0 +1,75 @@
+"""Views are re-indexing (no copy): permute/transpose, expand, slice with steps, select, squeeze/unsqueeze,
+reshape, as_strided; plus cat, constant_pad, gather/index/embedding (indirect loads), iota/arange, full."""
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .utils import check
+
+torch.manual_seed(0)
+X = torch.randn(6, 10, 7)
+
+
+def test_view_chain_is_one_kernel():
+    check(lambda x: x.permute(2, 0, 1)[1:6:2, :, 3].unsqueeze(0).expand(3, 3, 6).squeeze() + 1, X, kernels=1)
+
+
+def test_reshape_contiguous_and_not():
+    check(lambda x: (x.reshape(60, 7) * 2, x.transpose(0, 1).reshape(10, 42) + 1, x.view(-1).sin(),
+                     x.flatten(1) * 3, x.unflatten(1, (2, 5)) + 1), X, kernels=1)
+
+
+def test_select_negative_index_and_slices():
+    check(lambda x: (x[-1] + x[:, -3:] .sum(), x[..., ::-1 if False else 2] * 2, x.narrow(1, 2, 5) + 0), X)
+
+
+def test_as_strided_of_input():
+    check(lambda x: torch.as_strided(x, (5, 4), (3, 2), 1) * 2, X)
+
+
+def test_cat_and_pad():
+    y = torch.randn(6, 3, 7)
+    check(lambda x, y: (torch.cat([x, y, x * 2], 1), torch.cat([x, x], -1), F.pad(x, (1, 2, 0, 3), value=0.5),
+                        F.pad(x, (-1, 2))), X, y, kernels=4)  # four output shapes, one kernel each
+
+
+def test_gather_index_embedding():
+    idx = torch.tensor([4, 0, -1, 2])
+    table = torch.randn(20, 9)
+    tokens = torch.randint(0, 20, (3, 5))
+    g = torch.randint(0, 10, (6, 4, 7))
+    check(lambda x, i, t, tok, g: (x[i], x[:, i], x[i, :, i], F.embedding(tok, t), torch.gather(x, 1, g),
+                                   torch.index_select(x, 2, i.abs())), X, idx, table, tokens, g)
+
+
+def test_creation_ops():
+    check(lambda x: (x + torch.arange(7, device=x.device), torch.zeros(3, 4, device=x.device) + 1,
+                     torch.ones_like(x) * 2, torch.full((2, 2), 7, device=x.device),
+                     torch.arange(2, 11, 3, dtype=torch.float32, device=x.device) * 2, x.new_zeros(5) + x.sum()), X)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.permutations([0, 1, 2]), st.integers(0, 5), st.integers(1, 3), st.booleans())
+def test_random_view_chains(perm, start, step, transpose_first):
+    """Property: any permute -> slice -> reshape chain equals eager."""
+    def fn(x):
+        y = x.transpose(0, 1) if transpose_first else x
+        y = y.permute(*perm)
+        y = y[start % y.shape[0]::step]
+        return (y.reshape(-1) * 2, y.sum(-1))
+    check(fn, X)
+
+
+def test_index_put_and_index_add_scatter_kernels():
+    x, i, v = torch.randn(6, 5), torch.tensor([0, 2, 2, 5, 0]), torch.randn(5, 5)
+    check(lambda x, i, v: x.index_put((i,), v, accumulate=True), x, i, v, fallbacks=0, kernels=2)
+    check(lambda x, i, v: torch.index_add(x, 0, i, v) * 2, x, i, v, fallbacks=0)
+    check(lambda x, v: x.index_put((torch.tensor([1, 3], device=x.device),), v[:2]) + 1, x, v, fallbacks=0)
+    check(lambda x, i, j: x.index_put((i, j), torch.tensor(7.0, device=x.device), accumulate=True),
+          x, i, torch.tensor([1, 1, 1, 4, 0]))
+
+
+def test_flip_reaching_an_output_and_a_matmul_is_copied():
+    # a flip is a re-indexing with negative strides, which torch.as_strided cannot express
+    check(lambda x: (x.flip(1), x[0].flip(0) @ x[0]), torch.randn(3, 7, 7))

@@ -1,0 +1,76 @@
+"""Shared helpers: compile a function with mininductor (CPU tensors run through Triton's interpreter) and
+compare with eager PyTorch, the oracle."""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.utils._pytree as pytree
+
+from mininductor import compile_fx_inner, metrics
+from mininductor.compile_fx import trace_inference
+
+# MININDUCTOR_TEST_DEVICE=cuda runs the same checks through compiled Triton on a GPU (the device run does this).
+DEVICE = os.environ.get("MININDUCTOR_TEST_DEVICE", "cpu")
+
+
+def compile_fn(fn, *args):
+    """make_fx + our decompositions, then compile_fx_inner (bypassing AOTAutograd: inference graphs)."""
+    aten_gm, _ = trace_inference(fn, list(args))
+    return compile_fx_inner(aten_gm, list(args))
+
+
+def check(fn, *args, atol=1e-5, rtol=1e-5, kernels=None, fallbacks=0, externs=None):
+    """Compile ``fn``, run it on clones of ``args``, and compare values, dtypes, shapes and input mutations
+    with eager; optionally assert the kernel/fallback/extern counts. Returns the compiled callable."""
+    metrics.reset()
+    args = [a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args]
+    compiled = compile_fn(fn, *[_clone(a) for a in args])
+    eager_args, our_args = [_clone(a) for a in args], [_clone(a) for a in args]
+    expected, actual = fn(*eager_args), compiled(*our_args)
+    assert_same(actual, expected, atol, rtol)
+    for mine, theirs in zip(our_args, eager_args):
+        assert_same(mine, theirs, atol, rtol)
+    if kernels is not None:
+        assert metrics.generated_kernel_count == kernels, compiled.source
+    if fallbacks is not None:
+        assert metrics.fallback_count == fallbacks, metrics.fallback_ops
+    if externs is not None:
+        assert metrics.extern_call_count == externs
+    return compiled
+
+
+def assert_same(actual, expected, atol=1e-5, rtol=1e-5):
+    # torch.max(x, dim) returns a named tuple; a traced graph returns a plain one
+    expected = pytree.tree_map(lambda x: x, _plain(expected))
+    flat_a, spec_a = pytree.tree_flatten(actual)
+    flat_e, spec_e = pytree.tree_flatten(expected)
+    assert spec_a == spec_e, (spec_a, spec_e)
+    for a, e in zip(flat_a, flat_e):
+        if isinstance(e, torch.Tensor):
+            assert a.shape == e.shape and a.dtype == e.dtype, (a.shape, e.shape, a.dtype, e.dtype)
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True)
+        else:
+            assert a == e
+
+
+def _clone(a):
+    """A copy with the same strides and storage offset (a plain clone would make it contiguous)."""
+    if not isinstance(a, torch.Tensor):
+        return a
+    if 0 in a.stride():  # an expanded tensor: clone the data once, expand again
+        index = tuple(slice(0, 1) if st == 0 else slice(None) for st in a.stride())
+        return a[index].clone().expand(a.shape)
+    extent = a.storage_offset() + sum((s - 1) * st for s, st in zip(a.shape, a.stride())) + 1
+    base = torch.zeros(max(extent, 1), dtype=a.dtype, device=a.device)
+    out = base.as_strided(a.shape, a.stride(), a.storage_offset())
+    out.copy_(a)
+    return out
+
+
+def _plain(value):
+    if isinstance(value, tuple) and type(value) is not tuple:
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
