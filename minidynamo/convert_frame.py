@@ -22,6 +22,7 @@ from bytecode import Instr, Label
 
 from . import bytecode_transformation as bt
 from . import config
+from .bytecode_analysis import livevars_analysis
 from .codegen import GRAPH_OUT, PyCodegen
 from .guards import GuardManager
 from .output_graph import OutputGraph
@@ -289,7 +290,10 @@ def compile_and_break(tx, inst) -> list:
     stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
     if slot is not None:
         stack[slot] = wrap_callee(tx, stack[slot])
-    live = sorted(n for n in tx.symbolic_locals if not n.startswith("___stack_"))  # those were pushed already
+    instrs = list(tx.instructions)
+    nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
+    # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
+    live = sorted(set(tx.symbolic_locals) & live_at(code, continuation_offsets(tx, inst, nxt)))
     local_vts = [tx.symbolic_locals[n] for n in live]
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct())
     cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
@@ -311,8 +315,6 @@ def compile_and_break(tx, inst) -> list:
             source.reconstruct(head)
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
-    instrs = list(tx.instructions)
-    nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
     if inst.opname in JUMPS:
         taken = Label()
         cg.append(Instr(forward_jump_name(inst.opname), taken))
@@ -326,10 +328,7 @@ def compile_and_break(tx, inst) -> list:
         cg.append(done)
         if bt.PY312:
             cg.append(Instr("END_FOR"))
-            after = instrs[tx.index_of[inst.argval] + 1].offset
-        else:
-            after = inst.argval
-        continue_at(tx, cg, after, virtual[:-1], live)
+        continue_at(tx, cg, for_iter_exit(tx, inst), virtual[:-1], live)
     elif pushes_null(inst):  # run it in the no-NULL form; the NULL below the result becomes virtual
         if inst.opname == "LOAD_GLOBAL":
             cg.load_global(inst.argval, push_null=False)
@@ -351,6 +350,30 @@ def compile_and_break(tx, inst) -> list:
     return head.instructions + cg.instructions
 
 
+def for_iter_exit(tx, inst) -> int:
+    """Where an exhausted FOR_ITER continues (3.12 skips the END_FOR its argument names)."""
+    if bt.PY312:
+        return tx.instructions[tx.index_of[inst.argval] + 1].offset
+    return inst.argval
+
+
+def continuation_offsets(tx, inst, nxt: int | None) -> list[int]:
+    """The offsets a break at ``inst`` may continue at (two for a data-dependent jump or a FOR_ITER)."""
+    if inst.opname in JUMPS:
+        return [nxt, inst.argval]
+    if inst.opname == "FOR_ITER":
+        return [nxt, for_iter_exit(tx, inst)]
+    return [nxt] if nxt is not None else []
+
+
+def live_at(code: types.CodeType, offsets: list[int | None]) -> set[str]:
+    out: set[str] = set()
+    for offset in offsets:
+        if offset is not None:
+            out |= livevars_analysis(code, offset)
+    return out
+
+
 def pushes_null(inst) -> bool:
     if inst.opname == "LOAD_METHOD":
         return True
@@ -366,6 +389,7 @@ def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live
     output = tx.output
     if offset is None:
         unimplemented("graph break at the last instruction")
+    live = sorted(set(live) & livevars_analysis(output.f_code, offset))
     slots = [None if v else f"___stack_{k}" for k, v in enumerate(virtual)]
     stack_names = [n for n in slots if n is not None]
     for n in reversed(stack_names):

@@ -45,6 +45,7 @@ class CompileContext:
         self.signatures: dict[types.CodeType, inspect.Signature] = {}
         self.graph_breaks: list[Unsupported] = []
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
+        self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
         self.wrappers: dict[types.FunctionType, Callable] = {}
         _contexts.add(self)
 
@@ -55,6 +56,7 @@ class CompileContext:
         self.recompile_reasons.clear()
         self.graph_breaks.clear()
         self.resume_fns.clear()
+        self.resume_origin.clear()
 
     def wrapped(self, fn: types.FunctionType) -> Callable:
         """``fn`` compiled by this context when called (a callee that ran natively at a graph break)."""
@@ -63,12 +65,22 @@ class CompileContext:
         return self.wrappers[fn]
 
     def resume_function(self, code, offset: int, stack_slots: list, live: list, f_globals: dict, closure):
-        """The resume function for (code, offset, stack layout, live locals), made once and cached."""
-        from .resume_execution import make_resume_code
+        """The resume function for (code, offset, stack layout, live locals), made once and cached.
+
+        [Note: resume functions are made from the original code]  A break inside a resume function continues in
+        a resume function of the *original* code object, at the matching original offset.  So a loop with a
+        break closes on itself: every iteration comes back to the same few resume functions and their caches,
+        instead of making a resume function of a resume function of ... one per iteration.
+        """
+        from .resume_execution import make_resume_code, original_offsets
+        if code in self.resume_origin:
+            orig, offsets = self.resume_origin[code]
+            code, offset = orig, offsets[offset]
         key = (code, offset, tuple(s is None for s in stack_slots), tuple(live))
         if key not in self.resume_fns:
             name = f"__resume_at_{offset}_{len(self.resume_fns) + 1}"
             new_code = make_resume_code(code, offset, stack_slots, live, name)
+            self.resume_origin[new_code] = (code, original_offsets(code, new_code))
             fn = types.FunctionType(new_code, f_globals, name, None, closure)
             f_globals[name] = fn
             self.resume_fns[key] = (name, fn)

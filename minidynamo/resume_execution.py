@@ -103,6 +103,19 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     return new.to_code(compute_exception_stack_depths=False)
 
 
+def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, int]:
+    """Map each offset of a resume function's body to the offset of the same instruction in ``orig``.
+
+    The body is a one-for-one copy of ``orig`` (dead instructions became NOPs) after a prologue of
+    ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ.
+    """
+    def real(code):
+        return [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    old, new = real(orig), real(resume)
+    skip = len(new) - len(old)
+    return dict(zip(new[skip:], old))
+
+
 UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_ABSOLUTE"}
 TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 

@@ -48,6 +48,11 @@ GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC
     inspect.CO_ITERABLE_COROUTINE
 
 
+# Instructions that move stack values without looking at them (see [Note: lazy values on the stack]).
+STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP", "COPY", "SWAP", "NOP", "RESUME",
+                         "PUSH_NULL", "LOAD_CONST", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+                         "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"})
+
 class InstructionTranslatorBase:
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
                  parent: "InstructionTranslatorBase | None" = None):
@@ -97,6 +102,8 @@ class InstructionTranslatorBase:
         if config.debug >= 4:
             print(f"[minidynamo] {'  ' * self.depth()}{inst!r:<50} stack={self.stack}")
         handler = getattr(self, inst.opname, None)
+        if inst.opname not in STACK_MOVES:
+            self.realize_stack()
         try:
             if handler is None:
                 unimplemented(f"opcode {inst.opname} is not supported", "rewrite this line with simpler Python")
@@ -112,6 +119,18 @@ class InstructionTranslatorBase:
         return 0 if self.parent is None else 1 + self.parent.depth()
 
     # --- stack helpers --------------------------------------------------------------------------------------
+    def realize_stack(self) -> None:
+        """Wrap (and guard) the lazy inputs on the stack: the next instruction looks at them.
+
+        [Note: lazy values on the stack]  ``LOAD_FAST`` of an input nobody has looked at pushes it unwrapped, and
+        instructions that only move values (``STORE_FAST``, ``POP_TOP``, ``COPY``, ``SWAP``, jumps) keep it so.
+        An input that is only moved around is never guarded: a resume function's prologue pushes the saved
+        stack, and a loop item stored into a variable the body never reads must not specialise the code.
+        """
+        for k, v in enumerate(self.stack):
+            if isinstance(v, LazyVariableTracker):
+                self.stack[k] = v.realize(self)
+
     def push(self, v: VariableTracker) -> None:
         self.stack.append(v)
 
@@ -158,10 +177,7 @@ class InstructionTranslatorBase:
         if name not in self.symbolic_locals:
             unimplemented(f"local variable {name!r} referenced before assignment",
                           "the frame runs eagerly so Python raises UnboundLocalError")
-        value = self.symbolic_locals[name]
-        if isinstance(value, LazyVariableTracker):
-            value = self.symbolic_locals[name] = value.realize(self)
-        self.push(value)
+        self.push(self.symbolic_locals[name])  # possibly lazy: see [Note: lazy values on the stack]
 
     LOAD_FAST_CHECK = LOAD_FAST
 
@@ -261,7 +277,9 @@ class InstructionTranslatorBase:
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         from .variables.nn_module import NNModuleVariable
         cls = obj.python_type() if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) else None
-        if cls is not None and (hasattr(inspect.getattr_static(cls, name, None), "__set__") or
+        static = inspect.getattr_static(cls, name, None) if cls is not None else None
+        runs_code = hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType)  # __slots__
+        if cls is not None and (runs_code or
                                 (cls.__setattr__ is not object.__setattr__ and not issubclass(cls, torch.nn.Module))):
             unimplemented(f"assigning {name!r} runs Python code ({cls.__name__} has a property setter or "
                           "__setattr__)", "assign it outside the compiled function")

@@ -1,0 +1,87 @@
+"""Liveness of local variables: which locals a resume function must receive.
+
+In:  a code object and an offset.  Out: the names of the locals that some path from that offset reads before it
+writes them.  At a graph break only those are handed to the resume function; a local that is dead there (a loop
+index the body never reads, a temporary) is neither passed nor guarded, so it cannot cause a recompile.
+Mirrors ``livevars_analysis`` in ``torch/_dynamo/bytecode_analysis.py``.
+
+    def f(x, n):
+        for i in range(n):       # at the break, `i` is dead: it is written by FOR_ITER before any read
+            x = x + 1
+            graph_break()        # live here: x (read next iteration and by `return x`), n is not (range made)
+        return x
+
+The analysis is the textbook backward one over the control-flow graph, written as a search: from the offset,
+follow jumps, fall-throughs and exception edges; a path stops at a write of the name and succeeds at a read.
+Soundness is what matters (a live local we dropped would be an unbound read, which 3.12 does not check: see
+PITFALLS.md), so every exception handler covering an instruction is a successor of it.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import types
+
+READS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST", "LOAD_FAST_LOAD_FAST"}
+WRITES = {"STORE_FAST", "STORE_FAST_STORE_FAST"}
+TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_ABSOLUTE"}
+
+
+@functools.lru_cache(maxsize=256)
+def _flow(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list[list[int]]]:
+    """Instructions, offset -> index, and each instruction's successors (as indices)."""
+    instrs = [i for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+    index = {i.offset: k for k, i in enumerate(instrs)}
+    handlers = dis.Bytecode(code).exception_entries
+    succ: list[list[int]] = []
+    for k, inst in enumerate(instrs):
+        out = []
+        if inst.opname not in TERMINAL and inst.opname not in UNCONDITIONAL and k + 1 < len(instrs):
+            out.append(k + 1)
+        if inst.opcode in dis.hasjrel or inst.opcode in dis.hasjabs:
+            target = _jump_target(instrs, index, k)
+            if target is not None:
+                out.append(target)
+        out += [index[h.target] for h in handlers if h.start <= inst.offset < h.end and h.target in index]
+        succ.append(out)
+    return instrs, index, succ
+
+
+def _jump_target(instrs, index, k) -> int | None:
+    inst = instrs[k]
+    target = index.get(inst.argval)
+    if target is not None and inst.opname == "FOR_ITER" and instrs[target].opname == "END_FOR":
+        target += 1  # 3.12: an exhausted FOR_ITER skips the END_FOR it names
+    return target
+
+
+def _names(inst: dis.Instruction) -> tuple[str, ...]:
+    """The local names an instruction touches (3.13's superinstructions name two)."""
+    return inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
+
+
+def livevars_analysis(code: types.CodeType, offset: int) -> set[str]:
+    """Locals that may be read, before being written, on some path starting at ``offset``."""
+    instrs, index, succ = _flow(code)
+    live: set[str] = set()
+    for name in code.co_varnames:
+        if _may_read_before_write(instrs, succ, index[offset], name):
+            live.add(name)
+    return live
+
+
+def _may_read_before_write(instrs, succ, start: int, name: str) -> bool:
+    seen, work = set(), [start]
+    while work:
+        k = work.pop()
+        if k in seen:
+            continue
+        seen.add(k)
+        inst = instrs[k]
+        if inst.opname in READS and name in _names(inst):
+            return True
+        if inst.opname in WRITES and name in _names(inst):
+            continue
+        work.extend(succ[k])
+    return False
