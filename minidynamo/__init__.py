@@ -13,7 +13,8 @@ from . import config, exc
 from .backends import list_backends, register_backend
 from .eval_frame import OptimizedModule, disable, graph_break, minicompile, reset
 from .explain import explain, show_guards, show_transformed
+from .step_through import step_through
 from .utils import counters
 
-__all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed",
+__all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed", "step_through",
            "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule"]

@@ -53,6 +53,11 @@ STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP"
                          "PUSH_NULL", "LOAD_CONST", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
                          "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"})
 
+# Set by ``minidynamo.step_through`` while it records a translation: called as ``step_observer(tx)`` in place of
+# ``tx.step()``, so it can snapshot the translator before and after each instruction and see a break as it happens.
+step_observer = None
+
+
 class InstructionTranslatorBase:
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
                  parent: "InstructionTranslatorBase | None" = None):
@@ -90,7 +95,10 @@ class InstructionTranslatorBase:
     # --- the loop -----------------------------------------------------------------------------------------
     def run(self) -> None:
         while not self.done:
-            self.step()
+            if step_observer is None:
+                self.step()
+            else:
+                step_observer(self)  # it calls self.step() itself, looking before and after (step_through)
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
