@@ -16,5 +16,5 @@ from .explain import explain, show_guards, show_transformed
 from .step_through import step_through
 from .utils import counters
 
-__all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed", "step_through",
-           "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule"]
+__all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed",  # noqa: RUF022
+           "step_through", "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule"]

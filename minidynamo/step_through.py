@@ -47,7 +47,8 @@ import html
 import linecache
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
