@@ -73,6 +73,7 @@ def interpreted_stdlib():
     if _STDLIB_SWAPS is None:
         _STDLIB_SWAPS = [(tl, name, obj, InterpretedFunction(obj.fn)) for name, obj in vars(tl).items()
                          if isinstance(obj, JITFunction)]
+        _fix_interpreter_index()
     for module, name, _, interpreted in _STDLIB_SWAPS:
         setattr(module, name, interpreted)
     try:
@@ -81,6 +82,29 @@ def interpreted_stdlib():
     finally:
         for module, name, original, _ in _STDLIB_SWAPS:
             setattr(module, name, original)
+
+
+def _fix_interpreter_index() -> None:
+    """Triton <= 3.6's interpreter turns a scalar argument into a 1-element array and defines ``__index__`` as
+    ``int(array)``, which NumPy >= 2.5 refuses for 1-d arrays: ``range(0, rnumel, RBLOCK)`` then fails.
+    Triton 3.7+ squeezes first; on older versions we wrap its patching to do the same (so does PyTorch)."""
+    import triton.runtime.interpreter as interp
+    original = getattr(interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_minicompile_fixed", False):
+        return
+
+    def index(self) -> int:
+        return int(numpy.asarray(self.handle.data).reshape(-1)[0])
+
+    def patch_lang_tensor(tensor, *scope):  # (tensor) on older Triton, (tensor, scope) on 3.5-3.6
+        original(tensor, *scope)
+        if scope and hasattr(scope[0], "set_attr"):
+            scope[0].set_attr(tensor, "__index__", index)  # restored with the rest when the launch ends
+        else:
+            tensor.__index__ = index
+
+    patch_lang_tensor._minicompile_fixed = True
+    interp._patch_lang_tensor = patch_lang_tensor
 
 
 def load_module(source: str, interpret: bool):
@@ -98,6 +122,8 @@ def load_module(source: str, interpret: bool):
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    if interpret:
+        _fix_interpreter_index()
     with interpret_mode(interpret):
         spec.loader.exec_module(module)
     sys.modules[name] = module
