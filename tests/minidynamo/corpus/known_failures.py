@@ -36,8 +36,6 @@ KNOWN_FAILURES: dict[str, str] = {
         "WRONG VALUES: `obj.scale = 3.0` ignores the property setter (stores the attribute directly)",
     "test_program[classes.custom_setattr_on_input_object]":
         "WRONG VALUES: `obj.k = 3` ignores the class's __setattr__",
-    "test_program[containers.dict_order_after_pop_and_reinsert]":
-        "WRONG VALUES: dict.popitem() on a dict built in the frame does not remove the last item",
     "test_program[functions.closure_cell_mutated_across_calls]":
         "`nonlocal count; count += 1` in a compiled closure (cell of an enclosing, finished function)",
     # nn.Module features
