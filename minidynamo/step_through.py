@@ -279,7 +279,8 @@ def concrete_value(v: Any) -> str:
         from .viz import describe_value
         text = describe_value(v)
         if v.numel() <= 4:
-            text += f" {v.detach().flatten().tolist()}"
+            values = v.detach().flatten().tolist()
+            text += " [" + ", ".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in values) + "]"
         return text
     if isinstance(v, torch.nn.Module):
         return f"<{type(v).__name__}>"
