@@ -335,7 +335,7 @@ def _run_settrace(fn, args, kwargs, codes, record):
         sys.settrace(old)
 
 
-def _run_monitored(fn, args, kwargs, codes, record):  # pragma: no cover - 3.12+ (the GPU machine)
+def _run_monitored(fn, args, kwargs, codes, record):  # 3.12+: checked standalone on 3.12.1 and 3.13.0
     """3.12+: INSTRUCTION events of ``sys.monitoring``, switched on for our code objects only."""
     mon = sys.monitoring
     tool = next(t for t in range(6) if mon.get_tool(t) is None)
