@@ -103,8 +103,14 @@ def run_case(kind: str, batch: int, dtype: torch.dtype, train: bool, iters: int)
     rows = []
     x = make_moe_input(SIZE, batch_size=batch, seed=1, dtype=dtype).to(DEVICE)
     base = build(kind, dtype).eval()
-    with torch.no_grad():
-        expected = base(x)[0]
+    try:
+        with torch.no_grad():
+            expected = base(x)[0]
+    except RuntimeError as e:  # the tutorial MoE is fp32-only as written: its output buffer is torch.zeros(...)
+        row = {"kind": kind, "batch": batch, "dtype": str(dtype).replace("torch.", ""), "compiler": "eager",
+               "error": f"eager itself fails: {str(e)[:200]}"}
+        print(json.dumps(row), flush=True)
+        return [row]
     for name, compile_fn in compilers():
         minidynamo.reset()
         mininductor.metrics.reset()

@@ -114,7 +114,7 @@ def test_readme_demo_command_runs(tmp_path):
         os.environ,
         MINICOMPILE_OUT=str(tmp_path),
         MINICOMPILE_CACHE_DIR=str(tmp_path / "cache"),
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
     proc = subprocess.run(
         [sys.executable, "-m", "minidynamo.examples.demo"],
@@ -141,7 +141,7 @@ def test_readme_tour_runs(tmp_path):
     script = tmp_path / "readme_tour.py"
     script.write_text("\n".join(blocks))
     env = dict(
-        os.environ, PYTHONPATH=str(ROOT), TRITON_INTERPRET="1", MINICOMPILE_CACHE_DIR=str(tmp_path / "cache")
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), TRITON_INTERPRET="1", MINICOMPILE_CACHE_DIR=str(tmp_path / "cache")
     )
     cmd = [sys.executable, str(script)]
     proc = subprocess.run(

@@ -250,7 +250,10 @@ class TritonKernel(ReductionCodegenMixin):
         cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
         mask = self._mask(idx, self.r_node)
         if mode == "atomic_add":  # several elements may land on one address: add atomically, never cache
-            self.lines.append(f"tl.atomic_add({ptr} + ({idx}), {cast}, {mask})")
+            # A scalar value is broadcast to the pointer block explicitly: compiled Triton would do it, but
+            # Triton 3.6's interpreter then applies only the first lane.
+            ptrs = f"{ptr} + ({idx})"
+            self.lines.append(f"tl.atomic_add({ptrs}, tl.broadcast_to({cast}, ({ptrs}).shape), {mask})")
             return
         self.lines.append(_Store(name, f"tl.store({ptr} + ({idx}), {cast}, {mask})"))
         self.scope.stores[(name, self._index(index))] = value
