@@ -18,6 +18,7 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 """
 from __future__ import annotations
 
+import collections.abc
 import dis
 import importlib
 import inspect
@@ -283,18 +284,57 @@ class InstructionTranslatorBase:
         self.store_attr(obj, inst.argval, value)
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        """``obj.name = value`` by Python's rules: a class's ``__setattr__`` or a property setter is inlined like any
+        user function; a plain store is a side effect replayed on the real object (``SideEffects``)."""
+        from .variables.functions import UserMethodVariable
         from .variables.nn_module import NNModuleVariable
-        cls = obj.python_type() if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) else None
-        static = inspect.getattr_static(cls, name, None) if cls is not None else None
-        runs_code = hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType)  # __slots__
-        if cls is not None and (runs_code or
-                                (cls.__setattr__ is not object.__setattr__ and not issubclass(cls, torch.nn.Module))):
-            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__} has a property setter or "
-                          "__setattr__)", "assign it outside the compiled function")
-        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
-            self.output.side_effects.store_attr(obj, name, value)
+        from .variables.user_defined import UserDefinedClassVariable
+        if isinstance(obj, UserDefinedClassVariable):
+            return obj.store_attr(self, name, value)
+        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
+            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        cls = obj.python_type()
+        setattr_fn = inspect.getattr_static(cls, "__setattr__")
+        if not issubclass(cls, torch.nn.Module) and setattr_fn is not object.__setattr__:
+            if not isinstance(setattr_fn, types.FunctionType):
+                unimplemented(f"assigning {name!r} runs {cls.__name__}.__setattr__ (not a Python function)",
+                              "assign it outside the compiled function")
+            UserMethodVariable(setattr_fn, obj).call_function(self, [ConstantVariable(name), value], {})
             return
-        unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        static = inspect.getattr_static(cls, name, None)
+        if isinstance(static, property) and isinstance(static.fset, types.FunctionType):
+            UserMethodVariable(static.fset, obj).call_function(self, [value], {})
+            return
+        self.store_attr_raw(obj, name, value)
+
+    def store_attr_raw(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        """``object.__setattr__(obj, name, value)``: data descriptors still run, ``__setattr__`` does not."""
+        from .variables.nn_module import NNModuleVariable
+        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
+            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        cls = obj.python_type()
+        static = inspect.getattr_static(cls, name, None)
+        if hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType):  # (__slots__)
+            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__}.{name} is a "
+                          f"{type(static).__name__} descriptor)", "assign it outside the compiled function")
+        self.output.side_effects.store_attr(obj, name, value)
+
+    def DELETE_ATTR(self, inst):
+        self.delete_attr(self.pop(), inst.argval)
+
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        """``del obj.name``: a side effect like a store (the generated code deletes it from the real object)."""
+        if not isinstance(obj, UserDefinedObjectVariable) or obj.is_constant:
+            unimplemented(f"deleting attribute {name!r} of {obj.describe()}")
+        cls = obj.python_type()
+        static = inspect.getattr_static(cls, name, None)
+        if cls.__delattr__ is not object.__delattr__ or hasattr(static, "__delete__") or hasattr(static, "__set__"):
+            unimplemented(f"deleting {name!r} runs Python code ({cls.__name__} has __delattr__ or a descriptor)",
+                          "delete it outside the compiled function")
+        if not obj.has_instance_attr(self, name):
+            unimplemented(f"{cls.__name__} object has no attribute {name!r} to delete",
+                          "the frame runs eagerly so Python raises AttributeError")
+        self.output.side_effects.delete_attr(obj, name)
 
     def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name
         self_vt = self.pop()
@@ -595,11 +635,62 @@ class InstructionTranslatorBase:
     # --- with blocks ----------------------------------------------------------------------------------------
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
+        if isinstance(ctx, UserDefinedObjectVariable) and not ctx.is_constant:
+            return self.enter_user_context(ctx)
         if not isinstance(ctx, ContextManagerVariable):
             unimplemented(f"`with` on {ctx.describe()}",
-                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are traced")
+                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function and context managers "
+                          "whose __enter__/__exit__ are Python functions are traced")
         self.push(WithExitFunctionVariable(ctx))
         self.push(ctx.enter(self))
+
+    def enter_user_context(self, ctx: UserDefinedObjectVariable) -> None:
+        """``with obj:`` where ``__enter__``/``__exit__`` are Python functions: inline them like any method call.
+
+        The bound ``__exit__`` goes on the stack, where the normal exit path calls it with (None, None, None).
+        Generator-based managers (``@contextlib.contextmanager``) are refused: a generator called while tracing is
+        run to its end at once, which would run the code after ``yield`` before the body."""
+        import contextlib
+        cls = ctx.python_type()
+        if cls.__module__.split(".")[0] == "torch":  # torch.autocast & co. change global state graph nodes lose
+            unimplemented(f"`with {cls.__module__}.{cls.__qualname__}(...)` is not traced",
+                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are understood")
+        if issubclass(cls, contextlib._GeneratorContextManagerBase):
+            unimplemented(f"`with` on a @contextlib.contextmanager ({cls.__name__})",
+                          "write the context manager as a class with __enter__/__exit__")
+        for name in ("__enter__", "__exit__"):
+            if not isinstance(inspect.getattr_static(cls, name, None), types.FunctionType):
+                unimplemented(f"`with` on {ctx.describe()}: {name} is not a Python function",
+                              "only context managers whose __enter__/__exit__ are Python functions are traced")
+        exit_fn = ctx.var_getattr(self, "__exit__")
+        entered = ctx.var_getattr(self, "__enter__").call_function(self, [], {})
+        self.push(exit_fn)
+        self.push(entered)
+
+    # --- match statements (3.10+) -------------------------------------------------------------------------------
+    def _subject_type(self, subject: VariableTracker) -> type:
+        try:
+            return subject.python_type()
+        except Unsupported:
+            unimplemented(f"`match` on {subject.describe()}", "match on Python constants and containers")
+
+    def MATCH_SEQUENCE(self, inst):
+        t = self._subject_type(self.stack[-1])
+        is_seq = issubclass(t, collections.abc.Sequence) and not issubclass(t, (str, bytes, bytearray))
+        self.push(ConstantVariable(is_seq))
+
+    def MATCH_MAPPING(self, inst):
+        self.push(ConstantVariable(issubclass(self._subject_type(self.stack[-1]), collections.abc.Mapping)))
+
+    def GET_LEN(self, inst):
+        self.push(self.stack[-1].call_method(self, "__len__", [], {}))
+
+    def MATCH_KEYS(self, inst):  # subject, keys -> subject, keys, (values...) or None
+        subject, keys = self.stack[-2], self.stack[-1].as_python_constant()
+        if not isinstance(subject, DictVariable):
+            unimplemented(f"`match` of a mapping pattern on {subject.describe()}", "match on a plain dict")
+        found = all(k in subject.items for k in keys)
+        self.push(TupleVariable([subject.items[k] for k in keys]) if found else ConstantVariable(None))
 
     # --- imports, assertions, unsupported -----------------------------------------------------------------------
     def IMPORT_NAME(self, inst):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
-from .dicts import DictVariable, SetVariable
+from .dicts import DictVariable, SetVariable, const_key
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
 from .tensor import TensorVariable, call_graph_op
 
@@ -132,9 +132,13 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn is dict.fromkeys:
+        if fn is object.__setattr__:  # inside a user __setattr__: the plain store, without calling it again
+            obj, attr, value = args
+            tx.store_attr_raw(obj, attr.as_python_constant(), value)
+            return ConstantVariable(None)
+        if getattr(fn, "__self__", None) is dict and name == "fromkeys":  # a fresh bound method each time: no `is`
             value = args[1] if len(args) > 1 else ConstantVariable(None)
-            return DictVariable({k.as_python_constant(): value for k in args[0].unpack_var_sequence(tx)})
+            return DictVariable({const_key(k): value for k in args[0].unpack_var_sequence(tx)})
         if fn is functools.reduce:
             return self._reduce(tx, *args)
         if fn in OPERATOR_HANDLERS:
@@ -171,7 +175,9 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(issubclass(t, cls) if isinstance(cls, type) else any(issubclass(t, c) for c in cls))
 
     def call_type(self, tx, obj):
-        from .user_defined import UserDefinedClassVariable
+        from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+        if isinstance(obj, UserDefinedObjectVariable):
+            return obj.class_tracker(tx)  # with the class's source: its attributes can be guarded and stored
         return UserDefinedClassVariable(obj.python_type())
 
     def call_range(self, tx, *args):
@@ -292,6 +298,16 @@ class BuiltinVariable(VariableTracker):
 
     def call_setattr(self, tx, obj, name, value):
         tx.store_attr(obj, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
+    def call_vars(self, tx, obj=None):
+        from .user_defined import UserDefinedObjectVariable
+        if isinstance(obj, UserDefinedObjectVariable) and not obj.built_here and not obj.is_constant:
+            return obj.var_getattr(tx, "__dict__")
+        return None
+
+    def call_delattr(self, tx, obj, name):
+        tx.delete_attr(obj, name.as_python_constant())
         return ConstantVariable(None)
 
     def call_callable(self, tx, obj):
