@@ -33,7 +33,7 @@ import torch
 
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
-from .exc import Unsupported, unimplemented
+from .exc import ObservedException, Unsupported, unimplemented
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ContextManagerVariable, DictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable, NullVariable,
@@ -43,7 +43,8 @@ from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, contains, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.tensor import TensorVariable
-from .variables.user_defined import SuperVariable, UserDefinedObjectVariable
+from .variables.misc import ExceptionVariable, plain_exception_class
+from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
@@ -96,10 +97,49 @@ class InstructionTranslatorBase:
     # --- the loop -----------------------------------------------------------------------------------------
     def run(self) -> None:
         while not self.done:
-            if step_observer is None:
-                self.step()
-            else:
-                step_observer(self)  # it calls self.step() itself, looking before and after (step_through)
+            try:
+                if step_observer is None:
+                    self.step()
+                else:
+                    step_observer(self)  # it calls self.step() itself, looking before and after (step_through)
+            except ObservedException as e:
+                if not self.handle_observed_exception(e):
+                    raise  # to the caller's frame (its CALL may sit in a try block), else a refusal
+
+    # --- exceptions raised by the traced code -------------------------------------------------------------------
+    def handle_observed_exception(self, e: ObservedException) -> bool:
+        """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
+        is cut to the try block's depth, then (lasti,) and the exception are pushed.  Only ``try`` handlers count:
+        a ``with`` block's cleanup (``WITH_EXCEPT_START``) is not traced."""
+        offset = self.current_instruction.offset
+        entry = next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
+        if entry is None or len(self.stack) < entry.depth:
+            return False
+        k = self.index_of[entry.target]
+        if self.instructions[k].opname != "PUSH_EXC_INFO" or self.instructions[k + 1].opname == "WITH_EXCEPT_START":
+            return False
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(offset))
+        self.push(e.exc_vt)
+        self.ip = k
+        return True
+
+    def PUSH_EXC_INFO(self, inst):
+        exc = self.pop()
+        self.push(ConstantVariable(None))  # the exception being handled before this one (none while tracing)
+        self.push(exc)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        classes = self.pop().as_python_constant()
+        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), classes)))
+
+    def RERAISE(self, inst):
+        unimplemented("an exception propagates out of an except/finally block while tracing",
+                      "the frame runs eagerly so Python raises it")
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -706,7 +746,14 @@ class InstructionTranslatorBase:
         self.push(wrap_constant_result(AssertionError))
 
     def RAISE_VARARGS(self, inst):
-        unimplemented("raising an exception while tracing", "the frame runs eagerly so Python raises it")
+        if inst.arg != 1:
+            unimplemented("re-raising, or `raise ... from ...`, while tracing", "the frame runs eagerly")
+        exc = self.pop()
+        if isinstance(exc, UserDefinedClassVariable) and plain_exception_class(exc.value):
+            exc = ExceptionVariable(exc.value, [])  # `raise ValueError` instantiates the class
+        if not isinstance(exc, ExceptionVariable):
+            unimplemented(f"raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
+        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")

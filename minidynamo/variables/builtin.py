@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 import operator
 from typing import Any, Callable
@@ -368,6 +369,37 @@ OPERATOR_HANDLERS: dict[Callable, Callable] = {
     operator.truth: lambda tx, a: ConstantVariable(a.truth(tx)),
 }
 MATH_ON_TENSORS = {getattr(math, n) for n in dir(math) if callable(getattr(math, n))}
+
+
+def _itertools_product(tx, *iterables, repeat=None):
+    seqs = [it.unpack_var_sequence(tx) for it in iterables]
+    n = repeat.as_python_constant() if repeat is not None else 1
+    return ListIteratorVariable([TupleVariable(list(group)) for group in itertools.product(*seqs, repeat=n)])
+
+
+def _itertools_chain(tx, *iterables):
+    return ListIteratorVariable([item for it in iterables for item in it.unpack_var_sequence(tx)])
+
+
+def _itertools_accumulate(tx, iterable, func=None, *, initial=None):
+    items = iterable.unpack_var_sequence(tx)
+    out = [initial] if initial is not None and not (initial.is_python_constant()
+                                                     and initial.as_python_constant() is None) else []
+    for item in items:
+        if not out:
+            out.append(item)
+        elif func is None or func.is_python_constant() and func.as_python_constant() is None:
+            out.append(binary_op(tx, operator.add, out[-1], item))
+        else:
+            out.append(func.call_function(tx, [out[-1], item], {}))
+    return ListIteratorVariable(out)
+
+
+# itertools classes called while tracing: computed eagerly over the trackers (upstream: variables/iter.py).
+ITERTOOLS_HANDLERS: dict[type, Callable] = {
+    itertools.product: _itertools_product, itertools.chain: _itertools_chain,
+    itertools.accumulate: _itertools_accumulate,
+}
 
 
 def unary_op(tx, op: Callable, a: VariableTracker) -> VariableTracker:

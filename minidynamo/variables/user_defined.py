@@ -166,9 +166,15 @@ class UserDefinedClassVariable(VariableTracker):
             d = DictVariable({}, user_cls=cls)
             d.default_factory = args[0] if args else None
             return d
+        from .builtin import ITERTOOLS_HANDLERS
+        if cls in ITERTOOLS_HANDLERS:
+            return ITERTOOLS_HANDLERS[cls](tx, *args, **kwargs)
         if cls is torch.Size:
             from .lists import SizeVariable
             return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
+        from .misc import ExceptionVariable, plain_exception_class
+        if plain_exception_class(cls) and not kwargs:
+            return ExceptionVariable(cls, list(args))
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
                 cls.__module__ in ("builtins", "torch") and not issubclass(cls, BaseException):
             from .constant import fold

@@ -7,17 +7,9 @@ test runs as a plain test); the oracle self-test ignores it too.  Keys are pytes
 
 KNOWN_FAILURES: dict[str, str] = {
     # Python constructs the translator refuses or breaks on (real Dynamo captures one graph)
-    "test_program[control_flow.try_except_catches_python_error]":
-        "WRONG BEHAVIOUR: a KeyError raised while tracing d['b'] escapes to the caller instead of reaching the "
-        "user's `except KeyError`",
-    "test_program[control_flow.raise_and_catch_inside]": "`raise ValueError(...)` caught in the same frame",
     "test_program[contexts.autocast_disabled_on_cpu]":
         "`with torch.autocast(...)` is refused: inlining its __enter__ would run set_autocast_enabled at trace time "
         "and leave no trace in the graph; needs an AutocastModeVariable with enter/exit graph nodes",
-    "test_program[builtins.itertools_helpers]": "itertools.product/chain/accumulate: graph breaks (13 frames)",
-    "test_program[functions.exception_raised_in_callee_caught_in_caller]":
-        "WRONG BEHAVIOUR: `raise` inside an inlined callee breaks the graph, and the ValueError raised in the "
-        "callee's resume function escapes the caller's `try/except ValueError`",
     "test_program[functions.closure_cell_mutated_across_calls]":
         "`nonlocal count; count += 1` in a compiled closure (cell of an enclosing, finished function)",
     # nn.Module features
