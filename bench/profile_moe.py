@@ -20,6 +20,7 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import minidynamo  # noqa: E402
+import mininductor  # noqa: E402
 from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input  # noqa: E402
 
 
@@ -37,9 +38,11 @@ def main() -> None:
     x = make_moe_input("reference", batch_size=args.batch, seed=1, dtype=dtype).cuda()
     for name, compile_fn in (("eager", lambda m: m), ("torch.compile", torch.compile),
                              ("minicompile", minidynamo.minicompile)):
+        minidynamo.reset()
+        mininductor.metrics.reset()
         model = compile_fn(copy.deepcopy(base))
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             for _ in range(5):
                 model(x)
             torch.cuda.synchronize()
@@ -49,6 +52,12 @@ def main() -> None:
                 torch.cuda.synchronize()
         print(f"\n===== {args.kind} batch {args.batch} {args.dtype}: {name} (10 forwards) =====")
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=args.rows, max_name_column_width=70))
+        if name == "minicompile":  # what ran compiled, and what did not
+            print({k: dict(v) for k, v in minidynamo.counters.items()})
+            print("kernels:", mininductor.metrics.generated_kernel_count, "ATen fallbacks:",
+                  mininductor.metrics.fallback_ops)
+            for message in sorted({str(w.message)[:300] for w in caught}):
+                print("warning:", message)
 
 
 if __name__ == "__main__":
