@@ -74,10 +74,13 @@ def build(kind: str, dtype: torch.dtype) -> torch.nn.Module:
     return model.to(device=DEVICE, dtype=dtype)
 
 
-def compilers():
+def compilers(kind: str):
     yield "eager", lambda m: m
     yield "torch.compile", lambda m: torch.compile(m)
     yield "minicompile", lambda m: minidynamo.minicompile(m)
+    if kind == "friendly" and DEVICE == "cuda":  # one graph, no CPU syncs: CUDA graphs apply
+        yield "torch.compile reduce-overhead", lambda m: torch.compile(m, mode="reduce-overhead")
+        yield "minicompile reduce-overhead", lambda m: minidynamo.minicompile(m, mode="reduce-overhead")
 
 
 def minicompile_counts() -> dict:
@@ -111,7 +114,7 @@ def run_case(kind: str, batch: int, dtype: torch.dtype, train: bool, iters: int)
                "error": f"eager itself fails: {str(e)[:200]}"}
         print(json.dumps(row), flush=True)
         return [row]
-    for name, compile_fn in compilers():
+    for name, compile_fn in compilers(kind):
         minidynamo.reset()
         mininductor.metrics.reset()
         torch._dynamo.reset()
@@ -128,9 +131,9 @@ def run_case(kind: str, batch: int, dtype: torch.dtype, train: bool, iters: int)
                 row["compile_s"] = round(time.perf_counter() - t0, 2)
                 row["max_abs_diff"] = (out.float() - expected.float()).abs().max().item()
                 row["forward_ms"] = round(cuda_median_ms(lambda: compiled(x), iters), 3)
-            if name == "minicompile":
+            if name.startswith("minicompile"):
                 row.update(minicompile_counts())
-            if train:
+            if train and "reduce-overhead" not in name:
                 model.train()
                 opt = torch.optim.AdamW(model.parameters(), lr=5e-4)
                 y = torch.randn(batch, expected.shape[-1], device=DEVICE, dtype=dtype)
@@ -142,7 +145,7 @@ def run_case(kind: str, batch: int, dtype: torch.dtype, train: bool, iters: int)
                     sync()
                     row["train_compile_s"] = round(time.perf_counter() - t0, 2)
                     row["train_step_ms"] = round(cuda_median_ms(step, max(5, iters // 3), warmup=2), 3)
-                if name == "minicompile":
+                if name.startswith("minicompile"):
                     row["train_counts"] = minicompile_counts()
         except Exception as e:  # noqa: BLE001 - a benchmark reports a failure and goes on
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
