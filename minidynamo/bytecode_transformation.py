@@ -80,6 +80,11 @@ def create_load_deref(name: str, code: types.CodeType) -> Instr:
     return Instr("LOAD_DEREF", CellVar(name) if name in code.co_cellvars else FreeVar(name))
 
 
+def create_load_closure(name: str, code: types.CodeType) -> Instr:
+    """Push the cell object itself (3.11+: ``LOAD_CLOSURE`` indexes the same slots as ``LOAD_DEREF``)."""
+    return Instr("LOAD_CLOSURE", CellVar(name) if name in code.co_cellvars else FreeVar(name))
+
+
 def create_store_deref(name: str, code: types.CodeType) -> Instr:
     return Instr("STORE_DEREF", CellVar(name) if name in code.co_cellvars else FreeVar(name))
 

@@ -62,6 +62,13 @@ class PyCodegen:
         else:
             self.append(Instr("LOAD_FAST", name))
 
+    def load_closure(self, name: str) -> None:
+        """Push the cell object of the frame's cell or free variable ``name`` (``LOAD_CLOSURE``, 3.11+)."""
+        if name not in self.code.co_cellvars and name not in self.code.co_freevars:
+            from .exc import unimplemented
+            unimplemented(f"no cell {name!r} in {self.code.co_name} to hand on at a graph break")
+        self.append(bt.create_load_closure(name, self.code))
+
     def load_global(self, name: str, push_null: bool = False) -> None:
         self.append(bt.create_load_global(name, push_null))
 

@@ -28,8 +28,8 @@ from .guards import GuardManager
 from .output_graph import OutputGraph
 from .source import LocalSource
 from .exc import Unsupported, unimplemented
-from .resume_execution import (Continuation, GradModeExit, copy_instruction, enter_record_function,
-                               forward_jump_name, make_resume_code)
+from .resume_execution import (Continuation, GradModeExit, bind_closure, compiled_callee, copy_instruction,
+                               enter_record_function, forward_jump_name, make_resume_code)
 from .utils import counters, unique_id
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker
@@ -55,6 +55,19 @@ class CacheEntry:
     def guards(self):
         return self.guard_manager.guards
 
+    def fn_for(self, fn: types.FunctionType) -> Callable:
+        """The transformed code as a function with ``fn``'s closure and defaults.
+
+        The cache is keyed by code object, and many function objects share one code: closures made again on each
+        call, and resume functions bound to the cells of the frame that broke (see [Note: cells of resume
+        functions]).  Running ``self.fn`` for them would read the cells of the first one compiled."""
+        if fn.__closure__ is self.fn.__closure__ and fn.__defaults__ is self.fn.__defaults__ and \
+                fn.__kwdefaults__ is self.fn.__kwdefaults__:
+            return self.fn
+        new_fn = types.FunctionType(self.code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        new_fn.__kwdefaults__ = fn.__kwdefaults__
+        return new_fn
+
 
 def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None) -> CacheEntry:
     """Translate ``fn``'s code for these inputs; raises ``Unsupported`` if the frame cannot be captured.
@@ -75,12 +88,34 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
 
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
-    if offset is None or code.co_cellvars or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE):
+    if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
+            not cells_movable(code):
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
     if inside_try_block(code, offset):
         return False  # an exception from the native instruction must reach the user's handler: run eagerly
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+def cells_movable(code: types.CodeType) -> bool:
+    """Can a resume function take this frame's cells as free variables (see [Note: cells of resume functions])?
+
+    Not when a cell is made mid-body or its slot is used as a plain local: 3.12 inlined comprehensions whose
+    variable a lambda captures do ``LOAD_FAST_AND_CLEAR k; MAKE_CELL k`` (a fresh cell per run) and restore the
+    outer binding with ``STORE_FAST k``; a free variable cannot be re-made that way.  Such frames run eagerly.
+    """
+    if not code.co_cellvars:
+        return True
+    seen_resume = False
+    for inst in dis.get_instructions(code):
+        if inst.opname == "RESUME":
+            seen_resume = True
+        elif inst.opname == "MAKE_CELL" and seen_resume:
+            return False
+        elif "FAST" in inst.opname and \
+                any(n in code.co_cellvars for n in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))):
+            return False
+    return True
 
 
 def inside_try_block(code: types.CodeType, offset: int) -> bool:
@@ -108,9 +143,10 @@ def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx
     output.closure = fn.__closure__
     symbolic_locals = {name: LazyVariableTracker(LocalSource(name), f_locals[name])
                        for name in code.co_varnames[:arg_count(code)] if name in f_locals}
-    cells = {name: CellVariable(LazyVariableTracker(LocalSource(name, is_cell=True), f_locals[name]),
-                                source=LocalSource(name, is_cell=True))
-             for name in code.co_freevars if name in f_locals}
+    # Every free variable gets a cell (an empty one too: a resume function's cells may be assigned later).
+    cells = {name: CellVariable(LazyVariableTracker(LocalSource(name, is_cell=True), f_locals[name])
+                                if name in f_locals else None, source=LocalSource(name, is_cell=True))
+             for name in code.co_freevars}
     tx = InstructionTranslator(code, fn.__globals__, symbolic_locals, cells, output, break_offset=break_offset)
     tx.run()
     guard_manager = GuardManager(output.guard_list())
@@ -154,6 +190,9 @@ def tensors_to_output(values: list[VariableTracker]) -> list[TensorVariable]:
             walk(v.obj)
         elif hasattr(v, "call_arg"):  # a callee wrapped at a graph break
             walk(v.call_arg)
+        elif hasattr(v, "kwdefaults") and hasattr(v, "closure"):  # a function made in the frame: its defaults
+            walk(v.defaults)
+            walk(v.kwdefaults)
 
     for v in values:
         walk(v)
@@ -163,17 +202,18 @@ def tensors_to_output(values: list[VariableTracker]) -> list[TensorVariable]:
 def compile_and_return(tx, return_value: VariableTracker) -> list[Instr]:
     """At the root RETURN_VALUE: compile the graph and emit ``call graph; apply side effects; return value``."""
     output = tx.output
-    side_effect_values = output.side_effects.values_to_reconstruct()
+    cells = cell_stores(tx)
+    side_effect_values = output.side_effects.values_to_reconstruct() + [v for _, v in cells]
     outputs = tensors_to_output([return_value, *side_effect_values])
     graph_outputs = {id(t): k for k, t in enumerate(outputs)}
     # Generate the tail first: if something cannot be rebuilt we refuse before compiling anything.
     tail = PyCodegen(tx, output.f_code, output.f_globals, graph_outputs)
     tail(return_value)  # before any side effect changes what sources point to
-    if output.side_effects.is_empty():
+    if output.side_effects.is_empty() and not cells:
         tail.append(Instr("RETURN_VALUE"))
     else:
         tail.store_local("___return_value")
-        output.side_effects.codegen(tail)
+        output.side_effects.codegen(tail, cells)
         tail.load_local("___return_value")
         tail.append(Instr("RETURN_VALUE"))
     name, sources = output.compile_subgraph(outputs)
@@ -248,6 +288,7 @@ def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
 def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
     from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
+    from .variables.functions import NestedUserFunctionVariable
     from .variables.nn_module import has_hooks
     ctx = tx.output.ctx
     if getattr(getattr(v, "fn", None), "__module__", "").startswith("torch"):
@@ -256,7 +297,15 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
         return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)
     if isinstance(v, UserFunctionVariable) and not getattr(v.fn, "_minidynamo_disable", False) \
             and not getattr(v.fn, "_minidynamo_graph_break", False):
+        if v.source is not None and (v.fn.__closure__ or v.fn.__defaults__ or v.fn.__kwdefaults__):
+            # Guards check the callee's code, not its cells: wrap the object found at run time (a closure made
+            # again on each call must run with its own cells, not with those of the first one traced).
+            return _Loaded(ctx, v, compiled_callee)
         return _Loaded(ctx.wrapped(v.fn))
+    if isinstance(v, NestedUserFunctionVariable) and not v.code.co_varnames[:1] == (".0",):
+        # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
+        # cannot be bound by name, so a comprehension runs natively)
+        return _Loaded(ctx, v, compiled_callee)
     if isinstance(v, NNModuleVariable) and not has_hooks(v.module):
         return _Loaded(ctx.wrapped(type(v.module).forward), v, types.MethodType)
     return v
@@ -295,7 +344,9 @@ def compile_and_break(tx, inst) -> list:
     # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
     live = sorted(set(tx.symbolic_locals) & live_at(code, continuation_offsets(tx, inst, nxt)))
     local_vts = [tx.symbolic_locals[n] for n in live]
-    outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct())
+    cells = cell_stores(tx)
+    outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
+                                [v for _, v in cells])
     cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
     for name, v in zip(live, local_vts):  # read everything before any mutation is applied
         cg(v)
@@ -303,7 +354,7 @@ def compile_and_break(tx, inst) -> list:
     for v, is_virtual in zip(stack, virtual):
         if not is_virtual:
             cg(v)
-    output.side_effects.codegen(cg)
+    output.side_effects.codegen(cg, cells)  # the native instruction and the resume function see every write
     if tx.kw_names:
         cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
     name, sources = output.compile_subgraph(outputs)
@@ -348,6 +399,24 @@ def compile_and_break(tx, inst) -> list:
         depth = len(virtual) + effect
         continue_at(tx, cg, nxt, [k < len(virtual) and virtual[k] for k in range(depth)], live)
     return head.instructions + cg.instructions
+
+
+def cell_stores(tx) -> list[tuple[str, VariableTracker]]:
+    """(name, value) of the frame's cells the traced code assigned, here or in an inlined closure.
+
+    While tracing, a cell lives in its ``CellVariable``; the transformed code's real cells (made by its
+    ``MAKE_CELL``, or the function's ``__closure__``) are only written here, at a graph break or the return, so a
+    closure or resume function that runs afterwards reads the value.  Cells only read need nothing.
+    """
+    out = []
+    for name, cell in tx.cells.items():
+        if not cell.mutated:
+            continue
+        if cell.value is None:
+            unimplemented(f"cell variable {name!r} deleted (del) before a graph break or return",
+                          "avoid `del` of a variable a closure captures")
+        out.append((name, cell.value))
+    return out
 
 
 def for_iter_exit(tx, inst) -> int:
@@ -398,7 +467,16 @@ def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live
                                                         output.f_globals, output.closure)
     cg.load_const_object(Continuation, push_null=True)
     cg.load_const_object(output.ctx)
-    cg.load_global(resume_name)
+    freevars = resume_fn.__code__.co_freevars
+    if freevars:  # bind this frame's cells: see [Note: cells of resume functions]
+        cg.load_const_object(bind_closure, push_null=True)
+        cg.load_global(resume_name)
+        for n in freevars:
+            cg.load_closure(n)
+        cg.build(tuple, len(freevars))
+        cg.call(2)
+    else:
+        cg.load_global(resume_name)
     for n in stack_names:
         cg.load_local(n)
     for n in live:

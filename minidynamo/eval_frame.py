@@ -81,7 +81,10 @@ class CompileContext:
             name = f"__resume_at_{offset}_{len(self.resume_fns) + 1}"
             new_code = make_resume_code(code, offset, stack_slots, live, name)
             self.resume_origin[new_code] = (code, original_offsets(code, new_code))
-            fn = types.FunctionType(new_code, f_globals, name, None, closure)
+            # A template: the transformed code binds it to the breaking frame's live cells at each break
+            # (``resume_execution.bind_closure``); ``closure`` is not used for that reason.
+            fn = types.FunctionType(new_code, f_globals, name, None,
+                                    tuple(types.CellType() for _ in new_code.co_freevars) or None)
             f_globals[name] = fn
             self.resume_fns[key] = (name, fn)
         return self.resume_fns[key]
@@ -126,7 +129,7 @@ class CompileContext:
         entries = self.cache.setdefault(code, [])
         for entry in entries:
             if entry.guard_manager.check(f_locals, fn.__globals__):
-                return entry.fn(*args, **kwargs)
+                return entry.fn_for(fn)(*args, **kwargs)
         if entries:
             return self.recompile(fn, entries, f_locals, args, kwargs)
         return self.compile_and_call(fn, f_locals, args, kwargs)

@@ -23,7 +23,7 @@ import dis
 import types
 
 import torch
-from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
 
@@ -75,6 +75,13 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
 
     Its parameters are the saved stack values (``stack_slots``; None is a NULL pushed by the prologue) and then the
     live locals (``local_names``).
+
+    [Note: cells of resume functions]  The resume function must share the *cell objects* of the frame it
+    continues: a closure made before the break and the code after it read and write the same variable.  So the
+    original's cell variables become free variables (``resume_freevars``: its free variables, then its cells),
+    ``MAKE_CELL`` is dropped, and ``COPY_FREE_VARS`` installs them all from the function's ``__closure__``, which
+    the transformed code builds at each break from its live cells (``LOAD_CLOSURE``; see ``bind_closure``).
+    Upstream's ``ContinueExecutionCache.generate`` turns cellvars into freevars the same way.
     """
     stack_names = [s for s in stack_slots if s is not None]
     bc, by_offset = abstract_instructions(code)
@@ -84,8 +91,13 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     for ins in bc:
         if ins is target:
             body.append(label)
+        if isinstance(ins, Instr) and ins.name == "MAKE_CELL":
+            ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see can_break_at
+        elif isinstance(ins, Instr) and isinstance(ins.arg, CellVar):
+            ins = Instr(ins.name, FreeVar(ins.arg.name), location=ins.location)
         body.append(ins)
-    prologue = [Instr("COPY_FREE_VARS", len(code.co_freevars))] if code.co_freevars else []
+    freevars = resume_freevars(code)
+    prologue = [Instr("COPY_FREE_VARS", len(freevars))] if freevars else []
     prologue += [Instr("RESUME", 0), *[Instr("PUSH_NULL") if s is None else Instr("LOAD_FAST", s)
                                        for s in stack_slots], Instr("JUMP_FORWARD", label)]
     new = Bytecode(prologue + nop_dead_code(body, prologue))
@@ -93,7 +105,7 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
     new.kwonlyargcount = 0
-    new.freevars = list(code.co_freevars)
+    new.freevars = freevars
     new.cellvars = []
     new.filename = code.co_filename
     new.first_lineno = code.co_firstlineno
@@ -101,6 +113,33 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     new.name = name
     new.qualname = name
     return new.to_code(compute_exception_stack_depths=False)
+
+
+def resume_freevars(code: types.CodeType) -> list[str]:
+    """The free variables of a resume function of ``code``: all of its cells (see [Note: cells of resume functions])."""
+    return list(code.co_freevars) + [n for n in code.co_cellvars if n not in code.co_freevars]
+
+
+def bind_closure(template: types.FunctionType, cells: tuple) -> types.FunctionType:
+    """The resume function ``template`` bound to the live cells of the frame that breaks (a cheap constructor call).
+
+    Every such function object has the same code object, so they share one compile cache and its guards."""
+    return types.FunctionType(template.__code__, template.__globals__, template.__name__, None, cells)
+
+
+def make_function(code: types.CodeType, f_globals: dict, defaults, kwdefaults, cells: tuple) -> types.FunctionType:
+    """A function the traced code created (``def``/``lambda``/3.11 comprehension), made real at a graph break or a
+    return: its closure is the frame's real cells, so it keeps sharing them with the code that follows."""
+    fn = types.FunctionType(code, f_globals, code.co_name, defaults, cells or None)
+    if kwdefaults:
+        fn.__kwdefaults__ = kwdefaults
+    return fn
+
+
+def compiled_callee(ctx, fn: types.FunctionType):
+    """The callee of a breaking CALL, compiled by ``ctx`` when it runs: wrapped at run time (not cached by function
+    object) because a closure is a new object, with new cells, on every call of the frame that makes it."""
+    return ctx.wrap(fn)
 
 
 def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, int]:

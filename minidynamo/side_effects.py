@@ -91,14 +91,23 @@ class SideEffects:
     def is_empty(self) -> bool:
         return not self.order
 
-    def codegen(self, cg) -> None:
+    def codegen(self, cg, cell_stores: list | tuple = ()) -> None:
         """Emit the bytecode that applies every recorded mutation to the real objects.
 
         Every new value is computed into a temporary first, and only then are the real objects changed: a value
         reloaded from its source (``L['d']['a']``) must be read before ``d`` is cleared.
+
+        ``cell_stores`` are (name, value) of the frame's own cells the traced code assigned (``STORE_DEREF``; see
+        ``convert_frame.cell_stores``): written with ``STORE_DEREF`` into the real cells, after the values are read
+        like the rest (a value may be reloaded from a free variable that is itself being rebound).
         """
         from .codegen import Fresh
 
+        cell_temps = []
+        for k, (name, value) in enumerate(cell_stores):
+            cg(value)
+            cell_temps.append(f"___cell_store_{k}")
+            cg.store_local(cell_temps[-1])
         temps = []
         for k, (kind, what) in enumerate(self.order):
             if kind == "mutate":
@@ -127,3 +136,6 @@ class SideEffects:
             else:
                 cg.load_local(temp)
                 cg.store_global(what)
+        for temp, (name, _) in zip(cell_temps, cell_stores):
+            cg.load_local(temp)
+            cg.store_local(name)  # STORE_DEREF: the name is one of the frame's cell or free variables

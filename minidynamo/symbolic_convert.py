@@ -262,13 +262,25 @@ class InstructionTranslatorBase:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
-        if cell.source is not None:
+        if cell.source is not None and not self.is_root_cell(cell):
             unimplemented(f"assigning to the enclosing function's variable {inst.argval!r} (nonlocal)",
                           "return the new value instead of assigning a nonlocal")
-        cell.set(self.pop())
+        cell.set(self.pop())  # a cell of the compiled frame: written for real by convert_frame.cell_stores
 
     def DELETE_DEREF(self, inst):
-        self.cells[inst.argval].value = None
+        cell = self.cells[inst.argval]
+        cell.value = None
+        cell.mutated = True
+
+    def root_tx(self) -> "InstructionTranslatorBase":
+        tx = self
+        while tx.parent is not None:
+            tx = tx.parent
+        return tx
+
+    def is_root_cell(self, cell) -> bool:
+        """Is ``cell`` one of the compiled frame's own cell or free variables (a write the frame can replay)?"""
+        return any(c is cell for c in self.root_tx().cells.values())
 
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:

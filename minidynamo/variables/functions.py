@@ -146,7 +146,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                       for n, v in (fn.__kwdefaults__ or {}).items()}
         bound = bind_args(fn.__code__, fn.__name__, defaults, kwdefaults, args, kwargs)
         cells = {}
+        root = tx.root_tx()
+        shared = {id(c): n for n, c in zip(root.f_code.co_freevars, getattr(tx.output, "closure", None) or ())}
         for k, (name, cell) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or ())):
+            root_name = shared.get(id(cell))
+            if root_name is not None and root.cells[root_name].mutated:
+                # The frame assigned this very cell while tracing (a resume function and a closure made before
+                # the break share it); the write is pending, so the callee runs natively after it is applied.
+                unimplemented(f"calling {fn.__qualname__}, whose cell {name!r} the compiled frame assigned",
+                              "the call runs after a graph break, once the cell holds the new value")
             cells[name] = tx.output.root_cell_for(tx, fn, k, cell, src and ClosureCellSource(src, k))
         return bound, cells
 
@@ -226,8 +234,29 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return bound, cells
 
     def reconstruct(self, codegen):
-        unimplemented(f"returning or storing the function {self.qualname} created inside the compiled frame",
-                      "define the function outside the compiled function")
+        """A real function with the same code whose closure is the compiled frame's real cells (``LOAD_CLOSURE``),
+        so it still shares them with the code after a graph break (or with the caller, when returned)."""
+        from ..resume_execution import make_function
+        root = codegen.tx.root_tx()
+        names = []
+        for cell in self.closure.items if self.closure else []:
+            name = next((n for n, c in root.cells.items() if c is cell), None)
+            if name is None:
+                unimplemented(f"the function {self.qualname} captures a variable of an inlined function",
+                              "define the function in the compiled function itself, or outside it")
+            names.append(name)
+        codegen.load_const_object(make_function, push_null=True)
+        codegen.load_const_object(self.code)
+        codegen.load_const_object(self.f_globals)
+        for part in (self.defaults, self.kwdefaults):
+            if part is None:
+                codegen.load_const(None)
+            else:
+                codegen(part)
+        for name in names:
+            codegen.load_closure(name)
+        codegen.build(tuple, len(names))
+        codegen.call(5)
 
 
 class PartialVariable(VariableTracker):

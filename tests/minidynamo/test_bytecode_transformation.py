@@ -101,3 +101,40 @@ def test_generated_code_runs_in_a_child_interpreter_without_crashing():
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "child ok" in proc.stdout
+
+
+CELL_CHILD = textwrap.dedent("""
+    import torch, minidynamo
+    from minidynamo.testing import CompileCounter
+    minidynamo.config.raise_internal_errors = True
+
+    def f(x, n):
+        scale = 2
+        acc = x * 0
+        get = lambda: scale  # a closure made before the breaks, over cells written after them
+        for i in range(n):
+            acc = acc + x * get()
+            minidynamo.graph_break()  # inside a loop: resume functions of resume functions
+            scale = scale + 1
+        ys = [acc * k for k in range(2)]  # 3.11: a comprehension capturing `acc` (a cell)
+        return ys[1] + get(), scale
+
+    cnt = CompileCounter()
+    cf = minidynamo.minicompile(f, backend=cnt)
+    for n in (2, 3, 3):
+        x = torch.randn(4)
+        r1, r2 = cf(x, n), f(x, n)
+        assert torch.allclose(r1[0], r2[0]) and r1[1] == r2[1], (r1, r2)
+    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
+    resume = [c for c in cf._minidynamo_ctx.cache if c.co_name.startswith("__resume_at")]
+    assert resume and all(not c.co_cellvars and "scale" in c.co_freevars for c in resume)
+    print("child ok", cnt.frame_count)
+""")
+
+
+def test_graph_breaks_in_a_frame_with_cells_run_in_a_child_interpreter():
+    """Resume functions take the frame's cells as free variables: a wrong cell layout crashes rather than raises."""
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", CELL_CHILD], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "child ok" in proc.stdout
