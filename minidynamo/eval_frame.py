@@ -101,6 +101,9 @@ class CompileContext:
 
     def frame_locals(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict:
         code = fn.__code__
+        if not kwargs and not fn.__closure__ and len(args) == code.co_argcount and \
+                not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) and not code.co_kwonlyargcount:
+            return dict(zip(code.co_varnames, args))  # the common case, without inspect's binding machinery
         sig = self.signatures.get(code)
         if sig is None:
             sig = self.signatures[code] = inspect.signature(fn)

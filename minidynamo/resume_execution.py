@@ -53,11 +53,30 @@ class GradModeExit:
         return False
 
 
-def enter_record_function(name: str):
+def enter_record_function(name: str) -> "RecordFunctionExit":
     """Re-enter a ``record_function`` region natively after a break; returns its ``__exit__``."""
     rf = torch.autograd.profiler.record_function(name)
     rf.__enter__()
-    return rf.__exit__
+    return RecordFunctionExit(rf)
+
+
+class RecordFunctionExit:
+    """The ``__exit__`` of a ``record_function`` region that was re-entered natively after a graph break.
+
+    The resume function receives it on its stack.  A bound method ``rf.__exit__`` would be a new object on every
+    call (an ``ID_MATCH`` guard that always fails: a recompile per call); this object is only type-guarded, and
+    calling it is a graph break (``__call__`` is disabled), so the region closes natively, where it was opened.
+    """
+
+    __slots__ = ("rf",)
+
+    def __init__(self, rf) -> None:
+        self.rf = rf
+
+    def __call__(self, *exc_info):
+        return self.rf.__exit__(*exc_info)
+
+    __call__._minidynamo_disable = True
 
 
 def abstract_instructions(code: types.CodeType) -> tuple[Bytecode, dict[int, Instr]]:
