@@ -24,7 +24,7 @@ import torch
 from . import config
 from .backends import lookup_backend
 from .convert_frame import CacheEntry, convert_frame
-from .exc import Unsupported
+from .exc import ConstraintViolationError, Unsupported
 from .resume_execution import Continuation
 from .utils import counters
 
@@ -47,6 +47,9 @@ class CompileContext:
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
         self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
         self.wrappers: dict[types.FunctionType, Callable] = {}
+        # automatic dynamic: per code object, the sizes each input had and which changed (dynamic_shapes.py)
+        self.frame_state: dict[types.CodeType, dict] = {}
+        self.dynamic_log: list[str] = []
         _contexts.add(self)
 
     def reset(self) -> None:
@@ -57,6 +60,8 @@ class CompileContext:
         self.graph_breaks.clear()
         self.resume_fns.clear()
         self.resume_origin.clear()
+        self.frame_state.clear()
+        self.dynamic_log.clear()
 
     def wrapped(self, fn: types.FunctionType) -> Callable:
         """``fn`` compiled by this context when called (a callee that ran natively at a graph break)."""
@@ -151,6 +156,8 @@ class CompileContext:
             if self.fullgraph:
                 raise
             return self.fall_back(fn, e, args, kwargs)
+        except ConstraintViolationError:
+            raise  # the user asked for a dynamic size the program cannot have: tell them, as upstream
         except Exception as e:  # noqa: BLE001 - a translator bug must not become a crash or a wrong answer
             if config.raise_internal_errors or self.fullgraph:
                 raise

@@ -46,6 +46,4 @@ KNOWN_FAILURES: dict[str, str] = {
     "test_program[functions.no_grad_decorated_helper]":
         "recompiles on every call: ID_MATCH guard on a @torch.no_grad() helper's closure cell, whose "
         "content is a fresh bound method each time",
-    "test_guard_scenario[automatic_dynamic_shapes]": "no automatic dynamic shapes: one graph per size",
-    "test_guard_scenario[automatic_dynamic_ints]": "no automatic dynamic ints: one graph per int value",
 }
