@@ -59,6 +59,7 @@ class FrameStateEntry:
 
     size: tuple | int
     dynamic_dims: set = dataclasses.field(default_factory=set)
+    specialised: bool = False  # an int that went dynamic, then the program needed its value: keep it static
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -85,7 +86,7 @@ def dynamic_dims_for_tensor(output, source: Source, value: torch.Tensor, is_modu
 
 def _changed_dims(output, source: Source, shape: tuple) -> set[int]:
     """Automatic dynamic: the dimensions of ``source`` whose size differs from an earlier compile of this frame."""
-    state = frame_state(output)
+    state = frame_state(output, source.name())
     entry = state.get(source.name())
     if entry is None or not isinstance(entry.size, tuple) or len(entry.size) != len(shape):
         state[source.name()] = FrameStateEntry(shape)  # first sight (or a new ndim: start over, static)
@@ -104,10 +105,12 @@ def int_is_dynamic(output, source: Source, value: int) -> bool:
     dynamic = getattr(output.ctx, "dynamic", None)
     if dynamic is not None:
         return dynamic
-    state = frame_state(output)
+    state = frame_state(output, source.name())
     entry = state.get(source.name())
     if entry is None or not isinstance(entry.size, int):
         state[source.name()] = FrameStateEntry(value)
+        return False
+    if entry.specialised:
         return False
     if entry.size != value and not entry.dynamic_dims:
         entry.dynamic_dims.add(0)
@@ -121,11 +124,18 @@ def _is_argument(source: Source) -> bool:
     return isinstance(source, LocalSource)
 
 
-def frame_state(output) -> dict[str, FrameStateEntry]:
+def frame_state(output, name: str = "") -> dict[str, FrameStateEntry]:
+    """The remembered sizes of ``name``'s frame.  A resume function shares its original function's memory for the
+    user's locals (``L['x']`` is the same variable in both), so a size that became dynamic in ``forward`` is
+    dynamic in the resume functions after a graph break from their first compile; its stack slots
+    (``L['___stack_0']``) are its own."""
     ctx = output.ctx
     if ctx is None:
         return {}
-    return ctx.frame_state.setdefault(output.f_code, {})
+    code = output.f_code
+    if not name.startswith("L['___") and code in ctx.resume_origin:
+        code = ctx.resume_origin[code][0]
+    return ctx.frame_state.setdefault(code, {})
 
 
 def log_became_dynamic(output, what: str, old: Any, new: Any) -> None:
@@ -180,16 +190,38 @@ def is_symbolic(v: Any) -> bool:
     return False
 
 
+def concrete(v: Any) -> Any:
+    """A value with no symbol left in it, as plain Python numbers (a fake op may return ``SymInt(0)``)."""
+    if isinstance(v, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        return {torch.SymInt: int, torch.SymBool: bool, torch.SymFloat: float}[type(v)](v)
+    if isinstance(v, torch.Size):
+        return torch.Size([concrete(x) for x in v])
+    if type(v) in (tuple, list):
+        return type(v)(concrete(x) for x in v)
+    return v
+
+
 def shape_guards(output) -> list[tuple[str, Any]]:
     """The relations the trace assumed, as ``(python expression over L/G, user frame)`` pairs."""
     env = output.shape_env
     if not getattr(env, "backed_var_to_val", None) and not env.var_to_sources:
         return []
     check_marked_dims(output)
+    remember_specialised_ints(output)
     fakes = [fake for _, fake in output.symbolic_inputs]
     sources = [ShapeGuardSource(src.name()) for src, _ in output.symbolic_inputs]
     exprs = env.produce_guards(fakes, sources)
     return [(e, _frame_of(output, e)) for e in exprs]
+
+
+def remember_specialised_ints(output) -> None:
+    """An int argument traced as a symbol that the program specialised anyway (``self.experts[i]``, ``range(n)``)
+    gains nothing from being symbolic: later compiles guard it with EQUALS_MATCH, which ``recompile`` can read as
+    "another code path" (see [Note: recompile limit per code path] in eval_frame.py)."""
+    for name, sym in output.int_symbols:
+        entry = frame_state(output, name).get(name)
+        if entry is not None and output.shape_env.replace(sym).is_number:
+            entry.specialised = True
 
 
 def check_marked_dims(output) -> None:

@@ -138,7 +138,8 @@ class CompileContext:
 
     def recompile(self, fn, entries, f_locals, args, kwargs):
         reason = entries[-1].guard_manager.first_failure(f_locals, fn.__globals__) or "unknown"
-        if len(entries) >= config.recompile_limit:
+        same_path = self.entries_on_same_path(fn, entries, f_locals)
+        if len(same_path) >= config.recompile_limit or len(entries) >= config.accumulated_recompile_limit:
             warnings.warn(f"minidynamo: {fn.__qualname__} hit recompile_limit ({config.recompile_limit}); "
                           f"running it eagerly. Last guard failure: {reason}")
             counters["eager_fallback"]["recompile_limit"] += 1
@@ -148,6 +149,21 @@ class CompileContext:
         if config.log_recompiles or config.debug >= 1:
             print(f"[minidynamo] recompiling {fn.__qualname__}: guard failed: {reason}")
         return self.compile_and_call(fn, f_locals, args, kwargs)
+
+    def entries_on_same_path(self, fn, entries, f_locals) -> list:
+        """The cache entries that count towards ``recompile_limit`` for this call.
+
+        [Note: recompile limit per code path]  A graph break inside a loop makes resume functions that are entered
+        once per iteration, with the loop's state as arguments: ``__resume_at_N(expert_idx=3, ...)`` runs
+        ``self.experts[3]``, so its graph is specialised on ``expert_idx == 3``.  Each loop index is a different
+        code path, not a recompile of the same one.  So, for a resume function, only entries whose constant
+        (EQUALS_MATCH) guards hold for this call count -- the analogue of upstream's ``cache_size.py``, which
+        counts only entries whose ID_MATCH-guarded objects are this frame's.  ``accumulated_recompile_limit``
+        caps the total.  A user's own function keeps upstream's rule: every entry counts.
+        """
+        if fn.__code__ not in self.resume_origin:
+            return entries
+        return [e for e in entries if e.guard_manager.check_kinds(f_locals, fn.__globals__, ("EQUALS_MATCH",))]
 
     def compile_and_call(self, fn, f_locals, args, kwargs):
         try:

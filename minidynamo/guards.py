@@ -189,6 +189,18 @@ class GuardManager:
         lines += ["    except Exception:", "        return False", "    return True"]
         return "\n".join(lines)
 
+    def check_kinds(self, f_locals: dict, f_globals: dict, kinds: tuple) -> bool:
+        """Do the guards of these kinds hold (the others are not looked at)?"""
+        scope = dict(self.closure, L=f_locals, G=f_globals)
+        for g, e in zip(self.guards, self.exprs):
+            if g.kind in kinds:
+                try:
+                    if not eval(e, scope):
+                        return False
+                except Exception:  # noqa: BLE001 - a guard that raises has failed
+                    return False
+        return True
+
     def first_failure(self, f_locals: dict, f_globals: dict) -> str | None:
         """Why ``check`` failed, in words: the first failing guard, expected vs actual."""
         scope = dict(self.closure, L=f_locals, G=f_globals)

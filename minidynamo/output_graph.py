@@ -8,6 +8,7 @@ return value.  Mirrors ``torch/_dynamo/output_graph.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 import time
@@ -79,6 +80,8 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.symbolic_inputs: list[tuple[Source, Any]] = []  # every fakified input, for ShapeEnv.produce_guards
         self.marked_symbols: list[tuple[str, Any]] = []  # mark_dynamic dims: (name, symbol)
+        self.input_fakes: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.int_symbols: list[tuple[str, Any]] = []  # int arguments traced as symbols: (name, symbol)
         self.shape_guard_frames: list[tuple[Any, traceback.FrameSummary | None]] = []
         self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
         self.ctx = None
@@ -111,7 +114,22 @@ class OutputGraph:
     def guard_list(self) -> list[Guard]:
         self.stamp_shape_guards()
         guards = list(self.guards.values())
+        for k, g in enumerate(guards):
+            if g.kind == "TENSOR_MATCH" and g.source.name() in self.input_fakes:
+                # Sizes are read now, after tracing: a symbol the trace specialised (range(s0) made s0 == 5) is
+                # a plain number here, checked by TENSOR_MATCH (produce_guards leaves static sizes to it).
+                value, fake = self.input_fakes[g.source.name()]
+                guards[k] = dataclasses.replace(g, expected=TensorMeta.of(value, fake))
+        specialised = set()
+        for name, sym in self.int_symbols:  # an int argument the trace specialised after all (range(n), [n])
+            value = self.shape_env.replace(sym)
+            if value.is_number:
+                specialised.add(f"{name} == {int(value)}")
+                guards.append(Guard("EQUALS_MATCH", dynamic_shapes.ExprSource(name), int(value),
+                                    self.symbol_frames.get(sym)))
         for expr, frame in dynamic_shapes.shape_guards(self):
+            if expr in specialised:
+                continue
             subject = re.search(r"(?:L|G)\[[^\]]+\](?:\.\w+\(\)\[\d+\])?", expr)
             source = dynamic_shapes.ExprSource(subject.group(0) if subject else "(shape)")
             guards.append(Guard("SHAPE_ENV", source, expr, frame))
@@ -137,6 +155,7 @@ class OutputGraph:
             self.guards.pop(("ID_MATCH", source.name(), ()), None)
             return existing
         fake = self.fakify(source, value)
+        self.input_fakes[source.name()] = (value, fake)
         self.add_guard("TENSOR_MATCH", source, TensorMeta.of(value, fake))
         proxy = self.new_placeholder(source, value, fake)
         var = TensorVariable(proxy, fake, source=source)
@@ -165,6 +184,7 @@ class OutputGraph:
         sym = self.shape_env.create_symbol(value, guard_source, dynamic_dim=DimDynamic.DYNAMIC)
         sym_int = self.shape_env.create_symintnode(sym, hint=value, source=guard_source)
         self.symbol_frames.setdefault(sym, self.user_frame())
+        self.int_symbols.append((source.name(), sym))
         self.symbolic_inputs.append((source, sym_int))
         self.add_guard("TYPE_MATCH", source, int)
         return SymNodeVariable(self.new_placeholder(source, value, sym_int), sym_int, source=source)

@@ -119,7 +119,8 @@ class VariableBuilder:
             self.guard("CLOSURE_MATCH", unwrapped.__code__ if unwrapped is value else value)
             return UserFunctionVariable(unwrapped, source=src)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-            self.guard("ID_MATCH", value.__func__)
+            # a bound method is a fresh object on every attribute read: guard the function it binds, not it
+            self.tx.output.add_guard("ID_MATCH", AttrSource(src, "__func__"), value.__func__)
             from .functions import UserMethodVariable
             obj = VariableBuilder(self.tx, AttrSource(src, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=src)

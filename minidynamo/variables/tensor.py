@@ -16,7 +16,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 from torch.utils._pytree import tree_map
 
-from ..dynamic_shapes import is_symbolic
+from ..dynamic_shapes import concrete, is_symbolic
 from ..exc import unimplemented
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
@@ -124,6 +124,7 @@ class TensorVariable(VariableTracker):
         value = getattr(self.example_value, name)(*a, **k)
         if is_symbolic(value):  # a symbolic size: it stays a node of the graph (sym_node.py)
             return call_graph_op(tx, "call_method", name, [self, *args], kwargs)
+        value = concrete(value)
         if isinstance(value, torch.Size):
             from .lists import SizeVariable
             return SizeVariable([ConstantVariable(int(s)) for s in value])
@@ -206,6 +207,7 @@ def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
         return NamedTupleVariable(items, type(example))
     # A Python value: the node computed nothing the graph needs.
     tx.output.remove_node_if_pure(proxy.node)
+    example = concrete(example)
     if isinstance(example, torch.Size):
         return SizeVariable([ConstantVariable(int(s)) for s in example])
     from .builder import wrap_constant_result
