@@ -177,13 +177,21 @@ def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
     return result
 
 
+def _item_proxy(proxy: torch.fx.Proxy, i: int) -> torch.fx.Proxy:
+    item = proxy[i]
+    for key in ("stack_trace", "user_frame"):  # the user line that read the size, for the printed graph
+        if key in proxy.node.meta:
+            item.node.meta[key] = proxy.node.meta[key]
+    return item
+
+
 def wrap_symbolic(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
     """A node whose value is a symbolic int (or a size/tuple holding some): items become SymNodeVariables."""
     from .lists import SizeVariable, TupleVariable
     from .sym_node import wrap_sym
     if isinstance(example, (torch.Size, tuple, list)):
         proxy.node.meta["example_value"] = example
-        items = [wrap_sym(proxy[i], v) for i, v in enumerate(example)]
+        items = [wrap_sym(_item_proxy(proxy, i), v) for i, v in enumerate(example)]
         return SizeVariable(items) if isinstance(example, torch.Size) else TupleVariable(items)
     return wrap_sym(proxy, example)
 
