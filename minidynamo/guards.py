@@ -14,6 +14,7 @@ Upstream builds guards in C++ (``torch/_dynamo/guards.py`` + ``guards.cpp``); we
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import traceback
 import types
@@ -142,7 +143,8 @@ class GuardManager:
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
-                                        "___default_dtype": torch.get_default_dtype, "sys": sys}
+                                        "___default_dtype": torch.get_default_dtype, "sys": sys,
+                                        "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)
