@@ -43,7 +43,4 @@ KNOWN_FAILURES: dict[str, str] = {
     # nn.Module features
     "test_program[modules.forward_hooks_on_submodule]": "modules with forward (pre-)hooks: graph break",
     # guards
-    "test_program[functions.no_grad_decorated_helper]":
-        "recompiles on every call: ID_MATCH guard on a @torch.no_grad() helper's closure cell, whose "
-        "content is a fresh bound method each time",
 }
