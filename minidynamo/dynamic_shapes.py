@@ -28,6 +28,7 @@ them too), and a tensor whose number of dimensions changed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import torch
@@ -199,6 +200,28 @@ def concrete(v: Any) -> Any:
     if type(v) in (tuple, list):
         return type(v)(concrete(x) for x in v)
     return v
+
+
+def symbolic_guards(output) -> list:
+    """Our guards for the ShapeEnv's knowledge: EQUALS_MATCH for int arguments the trace specialised after all
+    (``range(n)``), SHAPE_ENV for every other relation, each with the user line that caused it."""
+    from .guards import Guard
+    guards, specialised = [], set()
+    for name, sym in output.int_symbols:
+        value = output.shape_env.replace(sym)
+        if value.is_number:
+            specialised.add(f"{name} == {int(value)}")
+            guards.append(Guard("EQUALS_MATCH", ExprSource(name), int(value), output.symbol_frames.get(sym)))
+    for expr, frame in shape_guards(output):
+        if expr not in specialised:
+            guards.append(Guard("SHAPE_ENV", ExprSource(_subject(expr)), expr, frame))
+    return guards
+
+
+def _subject(expr: str) -> str:
+    """What a relation is about, for the printed guard's first column: its first source (``L['x'].size()[0]``)."""
+    match = re.search(r"(?:L|G)\[[^\]]+\](?:\.\w+\(\)\[\d+\])?", expr)
+    return match.group(0) if match else "(shape)"
 
 
 def shape_guards(output) -> list[tuple[str, Any]]:

@@ -21,9 +21,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-from . import dynamic_shapes
-
-from . import config
+from . import config, dynamic_shapes
 from .exc import unimplemented
 from .guards import Guard, TensorMeta
 from .side_effects import SideEffects
@@ -113,30 +111,19 @@ class OutputGraph:
 
     def guard_list(self) -> list[Guard]:
         self.stamp_shape_guards()
-        guards = list(self.guards.values())
-        for k, g in enumerate(guards):
-            if g.kind == "TENSOR_MATCH" and g.source.name() in self.input_fakes:
-                # Sizes are read now, after tracing: a symbol the trace specialised (range(s0) made s0 == 5) is
-                # a plain number here, checked by TENSOR_MATCH (produce_guards leaves static sizes to it).
-                value, fake = self.input_fakes[g.source.name()]
-                guards[k] = dataclasses.replace(g, expected=TensorMeta.of(value, fake))
-        specialised = set()
-        for name, sym in self.int_symbols:  # an int argument the trace specialised after all (range(n), [n])
-            value = self.shape_env.replace(sym)
-            if value.is_number:
-                specialised.add(f"{name} == {int(value)}")
-                guards.append(Guard("EQUALS_MATCH", dynamic_shapes.ExprSource(name), int(value),
-                                    self.symbol_frames.get(sym)))
-        for expr, frame in dynamic_shapes.shape_guards(self):
-            if expr in specialised:
-                continue
-            subject = re.search(r"(?:L|G)\[[^\]]+\](?:\.\w+\(\)\[\d+\])?", expr)
-            source = dynamic_shapes.ExprSource(subject.group(0) if subject else "(shape)")
-            guards.append(Guard("SHAPE_ENV", source, expr, frame))
+        guards = [self.refreshed_tensor_match(g) for g in self.guards.values()] + dynamic_shapes.symbolic_guards(self)
         tensors = [s for s, v, _ in self.graph_inputs if isinstance(v, torch.Tensor)]
         if len(tensors) > 1:
             guards.append(Guard("NO_TENSOR_ALIASING", tensors[0], None, None, tuple(tensors[1:])))
         return guards
+
+    def refreshed_tensor_match(self, g: Guard) -> Guard:
+        """TENSOR_MATCH reads sizes after tracing: a symbol the trace specialised (``range(s0)`` made ``s0 == 5``)
+        is a plain number by now, which TENSOR_MATCH checks (``produce_guards`` leaves static sizes to it)."""
+        if g.kind != "TENSOR_MATCH" or g.source.name() not in self.input_fakes:
+            return g
+        value, fake = self.input_fakes[g.source.name()]
+        return dataclasses.replace(g, expected=TensorMeta.of(value, fake))
 
     # --- graph construction --------------------------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:

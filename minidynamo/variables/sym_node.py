@@ -59,8 +59,8 @@ class SymNodeVariable(VariableTracker):
 
 def wrap_sym(proxy: torch.fx.Proxy, value, source=None) -> VariableTracker:
     """The tracker for a node whose fake value is ``value``: symbolic stays a node, a known number is folded."""
-    from .constant import ConstantVariable
     from ..dynamic_shapes import is_symbolic
+    from .constant import ConstantVariable
     if isinstance(value, SYM_TYPES) and is_symbolic(value):
         proxy.node.meta["example_value"] = value
         return SymNodeVariable(proxy, value, source=source)

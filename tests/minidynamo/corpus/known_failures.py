@@ -42,5 +42,4 @@ KNOWN_FAILURES: dict[str, str] = {
         "`nonlocal count; count += 1` in a compiled closure (cell of an enclosing, finished function)",
     # nn.Module features
     "test_program[modules.forward_hooks_on_submodule]": "modules with forward (pre-)hooks: graph break",
-    # guards
 }
