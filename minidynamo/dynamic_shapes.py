@@ -134,9 +134,14 @@ def frame_state(output, name: str = "") -> dict[str, FrameStateEntry]:
     if ctx is None:
         return {}
     code = output.f_code
-    if not name.startswith("L['___") and code in ctx.resume_origin:
-        code = ctx.resume_origin[code][0]
+    if not name.startswith("L['___"):
+        code = frame_state_key(ctx, code)
     return ctx.frame_state.setdefault(code, {})
+
+
+def frame_state_key(ctx, code):
+    """The code object whose size memory ``code`` uses: a resume function's original function."""
+    return ctx.resume_origin[code][0] if code in ctx.resume_origin else code
 
 
 def log_became_dynamic(output, what: str, old: Any, new: Any) -> None:
@@ -145,6 +150,8 @@ def log_became_dynamic(output, what: str, old: Any, new: Any) -> None:
     counters["automatic_dynamic"][what] += 1
     if output.ctx is not None:
         output.ctx.dynamic_log.append(msg)
+        key = frame_state_key(output.ctx, output.f_code)
+        output.ctx.generations[key] = output.ctx.generations.get(key, 0) + 1
     if config.log_recompiles or config.debug >= 1:
         print(f"[minidynamo] automatic dynamic: {msg}")
 

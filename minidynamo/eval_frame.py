@@ -50,6 +50,7 @@ class CompileContext:
         # automatic dynamic: per code object, the sizes each input had and which changed (dynamic_shapes.py)
         self.frame_state: dict[types.CodeType, dict] = {}
         self.dynamic_log: list[str] = []
+        self.generations: dict[types.CodeType, int] = {}  # per frame-state key: sizes turned dynamic so far
         _contexts.add(self)
 
     def reset(self) -> None:
@@ -62,6 +63,7 @@ class CompileContext:
         self.resume_origin.clear()
         self.frame_state.clear()
         self.dynamic_log.clear()
+        self.generations.clear()
 
     def wrapped(self, fn: types.FunctionType) -> Callable:
         """``fn`` compiled by this context when called (a callee that ran natively at a graph break)."""
@@ -160,10 +162,21 @@ class CompileContext:
         (EQUALS_MATCH) guards hold for this call count -- the analogue of upstream's ``cache_size.py``, which
         counts only entries whose ID_MATCH-guarded objects are this frame's.  ``accumulated_recompile_limit``
         caps the total.  A user's own function keeps upstream's rule: every entry counts.
+
+        Entries compiled before a size of the frame became dynamic (its ``generation`` is older) do not count
+        either: they were static guesses the dynamic entry now generalises.  Each (input, dimension) turns dynamic
+        at most once, so this cannot hide an endless stream of recompiles.
         """
+        current = self.dynamic_generation(fn.__code__)
+        entries = [e for e in entries if getattr(e, "generation", 0) == current]
         if fn.__code__ not in self.resume_origin:
             return entries
         return [e for e in entries if e.guard_manager.check_kinds(f_locals, fn.__globals__, ("EQUALS_MATCH",))]
+
+    def dynamic_generation(self, code: types.CodeType) -> int:
+        """How many sizes of ``code``'s frame have become dynamic so far (automatic dynamic, dynamic_shapes.py)."""
+        from .dynamic_shapes import frame_state_key
+        return self.generations.get(frame_state_key(self, code), 0)
 
     def compile_and_call(self, fn, f_locals, args, kwargs):
         try:
@@ -180,6 +193,7 @@ class CompileContext:
             err = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",
                               "please report this; the frame runs eagerly")
             return self.fall_back(fn, err, args, kwargs)
+        entry.generation = self.dynamic_generation(fn.__code__)
         self.cache[fn.__code__].append(entry)
         return entry.fn(*args, **kwargs)
 
