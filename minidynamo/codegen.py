@@ -105,6 +105,18 @@ class PyCodegen:
     def store_attr(self, name: str) -> None:
         self.append(Instr("STORE_ATTR", name))
 
+    def store_attr_raw(self, obj: VariableTracker, name: str, value_local: str) -> None:
+        """``object.__setattr__(obj, name, <local>)``: a store that skips the class's own ``__setattr__``."""
+        self.load_const_object(object.__setattr__, push_null=True)
+        self(obj)
+        self.load_const(name)
+        self.load_local(value_local)
+        self.call(3)
+        self.append(Instr("POP_TOP"))
+
+    def delete_attr(self, name: str) -> None:
+        self.append(Instr("DELETE_ATTR", name))
+
     def store_global(self, name: str) -> None:
         self.append(Instr("STORE_GLOBAL", name))
 

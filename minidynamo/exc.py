@@ -26,6 +26,24 @@ class Unsupported(RuntimeError):
         return "\n".join(parts)
 
 
+class ObservedException(Unsupported):
+    """A Python exception the traced code raises (``raise ValueError(...)``, a missing dict key).
+
+    The translator looks for the user's handler (``try/except``) in the raising frame, then in its callers; a frame
+    with a matching ``except`` continues tracing there.  Unhandled, it is an ordinary refusal: the frame runs
+    eagerly (or breaks at the call) and Python raises it for real.  Upstream: ``torch._dynamo.exc.ObservedException``.
+    """
+
+    def __init__(self, reason: str, exc_vt, hint: str = "the frame runs eagerly so Python raises it"):
+        super().__init__(reason, hint)
+        self.exc_vt = exc_vt
+
+
+def raise_observed_exception(exc_type: type, args: list, reason: str) -> "NoReturn":  # noqa: F821
+    from .variables.misc import ExceptionVariable
+    raise ObservedException(reason, ExceptionVariable(exc_type, list(args)))
+
+
 class RecompileLimitExceeded(RuntimeError):
     pass
 

@@ -9,6 +9,27 @@ from __future__ import annotations
 from .variables.base import VariableTracker
 
 
+class DeletedAttribute(VariableTracker):
+    """What ``del obj.name`` leaves pending: reading the attribute again would raise AttributeError."""
+
+    def describe(self) -> str:
+        return "deleted attribute"
+
+
+def attr_key(obj: VariableTracker):
+    """Attribute stores are keyed by tracker, except on classes: any tracker of a class (``type(self)``, the
+    global ``Counted``) names the same real object, so a store through one must be seen through the others."""
+    from .variables.user_defined import UserDefinedClassVariable
+    return ("class", id(obj.value)) if isinstance(obj, UserDefinedClassVariable) else id(obj)
+
+
+def has_custom_setattr(obj: VariableTracker) -> bool:
+    """Stores recorded on such an object were already routed through its (inlined) ``__setattr__``: the replay
+    must be the plain ``object.__setattr__``, or the user's ``__setattr__`` would run twice."""
+    from .variables.user_defined import UserDefinedObjectVariable
+    return isinstance(obj, UserDefinedObjectVariable) and obj.cls.__setattr__ is not object.__setattr__
+
+
 class SideEffects:
     def __init__(self):
         self.attr_stores: dict[int, tuple[VariableTracker, dict[str, VariableTracker]]] = {}
@@ -22,14 +43,31 @@ class SideEffects:
             self.order.append(("mutate", obj))
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        entry = self.attr_stores.setdefault(id(obj), (obj, {}))
+        entry = self.attr_stores.setdefault(attr_key(obj), (obj, {}))
         if name not in entry[1] and obj.source is not None:
-            self.order.append(("attr", (obj, name)))
+            self.order.append(("attr", (entry[0], name)))
         entry[1][name] = value
 
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        self.store_attr(obj, name, DeletedAttribute())
+
     def pending_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
-        entry = self.attr_stores.get(id(obj))
+        """The value stored while tracing (a ``DeletedAttribute`` after ``del``), or None when untouched."""
+        entry = self.attr_stores.get(attr_key(obj))
         return entry[1].get(name) if entry else None
+
+    def pending_class_attr(self, cls: type, name: str) -> VariableTracker | None:
+        """A class attribute stored while tracing, looked up along ``cls.__mro__`` as Python would."""
+        for klass in getattr(cls, "__mro__", ()):
+            entry = self.attr_stores.get(("class", id(klass)))
+            if entry is not None and name in entry[1]:
+                return entry[1][name]
+            if name in klass.__dict__:
+                return None
+        return None
+
+    def attr_value(self, obj: VariableTracker, name: str) -> VariableTracker:
+        return self.attr_stores[attr_key(obj)][1][name]
 
     def store_global(self, name: str, value: VariableTracker) -> None:
         if name not in self.global_stores:
@@ -43,8 +81,9 @@ class SideEffects:
                 out.extend(getattr(what, "items", {}).values() if isinstance(getattr(what, "items", None), dict)
                            else getattr(what, "items", []))
             elif kind == "attr":
-                obj, name = what
-                out.append(self.attr_stores[id(obj)][1][name])
+                value = self.attr_value(*what)
+                if not isinstance(value, DeletedAttribute):
+                    out.append(value)
             else:
                 out.append(self.global_stores[what])
         return out
@@ -65,7 +104,10 @@ class SideEffects:
             if kind == "mutate":
                 cg(Fresh(what))
             elif kind == "attr":
-                cg(self.attr_stores[id(what[0])][1][what[1]])
+                if isinstance(self.attr_value(*what), DeletedAttribute):
+                    temps.append(None)  # nothing to compute: `del obj.name` below
+                    continue
+                cg(self.attr_value(*what))
             else:
                 cg(self.global_stores[what])
             temps.append(f"___side_effect_{k}")
@@ -73,6 +115,11 @@ class SideEffects:
         for temp, (kind, what) in zip(temps, self.order):
             if kind == "mutate":
                 cg.apply_container_mutation(what, temp)
+            elif temp is None:
+                cg(what[0])
+                cg.delete_attr(what[1])
+            elif kind == "attr" and has_custom_setattr(what[0]):
+                cg.store_attr_raw(what[0], what[1], temp)
             elif kind == "attr":
                 cg.load_local(temp)
                 cg(what[0])

@@ -18,6 +18,7 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 """
 from __future__ import annotations
 
+import collections.abc
 import dis
 import importlib
 import inspect
@@ -32,7 +33,7 @@ import torch
 
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
-from .exc import Unsupported, unimplemented
+from .exc import ObservedException, Unsupported, unimplemented
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ContextManagerVariable, DictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable, NullVariable,
@@ -42,7 +43,8 @@ from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, contains, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.tensor import TensorVariable
-from .variables.user_defined import SuperVariable, UserDefinedObjectVariable
+from .variables.misc import ExceptionVariable, plain_exception_class
+from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
@@ -52,6 +54,11 @@ GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC
 STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP", "COPY", "SWAP", "NOP", "RESUME",
                          "PUSH_NULL", "LOAD_CONST", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
                          "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"})
+
+# Set by ``minidynamo.step_through`` while it records a translation: called as ``step_observer(tx)`` in place of
+# ``tx.step()``, so it can snapshot the translator before and after each instruction and see a break as it happens.
+step_observer = None
+
 
 class InstructionTranslatorBase:
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
@@ -90,7 +97,49 @@ class InstructionTranslatorBase:
     # --- the loop -----------------------------------------------------------------------------------------
     def run(self) -> None:
         while not self.done:
-            self.step()
+            try:
+                if step_observer is None:
+                    self.step()
+                else:
+                    step_observer(self)  # it calls self.step() itself, looking before and after (step_through)
+            except ObservedException as e:
+                if not self.handle_observed_exception(e):
+                    raise  # to the caller's frame (its CALL may sit in a try block), else a refusal
+
+    # --- exceptions raised by the traced code -------------------------------------------------------------------
+    def handle_observed_exception(self, e: ObservedException) -> bool:
+        """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
+        is cut to the try block's depth, then (lasti,) and the exception are pushed.  Only ``try`` handlers count:
+        a ``with`` block's cleanup (``WITH_EXCEPT_START``) is not traced."""
+        offset = self.current_instruction.offset
+        entry = next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
+        if entry is None or len(self.stack) < entry.depth:
+            return False
+        k = self.index_of[entry.target]
+        if self.instructions[k].opname != "PUSH_EXC_INFO" or self.instructions[k + 1].opname == "WITH_EXCEPT_START":
+            return False
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(offset))
+        self.push(e.exc_vt)
+        self.ip = k
+        return True
+
+    def PUSH_EXC_INFO(self, inst):
+        exc = self.pop()
+        self.push(ConstantVariable(None))  # the exception being handled before this one (none while tracing)
+        self.push(exc)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        classes = self.pop().as_python_constant()
+        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), classes)))
+
+    def RERAISE(self, inst):
+        unimplemented("an exception propagates out of an except/finally block while tracing",
+                      "the frame runs eagerly so Python raises it")
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -276,18 +325,57 @@ class InstructionTranslatorBase:
         self.store_attr(obj, inst.argval, value)
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        """``obj.name = value`` by Python's rules: a class's ``__setattr__`` or a property setter is inlined like any
+        user function; a plain store is a side effect replayed on the real object (``SideEffects``)."""
+        from .variables.functions import UserMethodVariable
         from .variables.nn_module import NNModuleVariable
-        cls = obj.python_type() if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) else None
-        static = inspect.getattr_static(cls, name, None) if cls is not None else None
-        runs_code = hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType)  # __slots__
-        if cls is not None and (runs_code or
-                                (cls.__setattr__ is not object.__setattr__ and not issubclass(cls, torch.nn.Module))):
-            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__} has a property setter or "
-                          "__setattr__)", "assign it outside the compiled function")
-        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
-            self.output.side_effects.store_attr(obj, name, value)
+        from .variables.user_defined import UserDefinedClassVariable
+        if isinstance(obj, UserDefinedClassVariable):
+            return obj.store_attr(self, name, value)
+        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
+            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        cls = obj.python_type()
+        setattr_fn = inspect.getattr_static(cls, "__setattr__")
+        if not issubclass(cls, torch.nn.Module) and setattr_fn is not object.__setattr__:
+            if not isinstance(setattr_fn, types.FunctionType):
+                unimplemented(f"assigning {name!r} runs {cls.__name__}.__setattr__ (not a Python function)",
+                              "assign it outside the compiled function")
+            UserMethodVariable(setattr_fn, obj).call_function(self, [ConstantVariable(name), value], {})
             return
-        unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        static = inspect.getattr_static(cls, name, None)
+        if isinstance(static, property) and isinstance(static.fset, types.FunctionType):
+            UserMethodVariable(static.fset, obj).call_function(self, [value], {})
+            return
+        self.store_attr_raw(obj, name, value)
+
+    def store_attr_raw(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        """``object.__setattr__(obj, name, value)``: data descriptors still run, ``__setattr__`` does not."""
+        from .variables.nn_module import NNModuleVariable
+        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
+            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
+        cls = obj.python_type()
+        static = inspect.getattr_static(cls, name, None)
+        if hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType):  # (__slots__)
+            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__}.{name} is a "
+                          f"{type(static).__name__} descriptor)", "assign it outside the compiled function")
+        self.output.side_effects.store_attr(obj, name, value)
+
+    def DELETE_ATTR(self, inst):
+        self.delete_attr(self.pop(), inst.argval)
+
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        """``del obj.name``: a side effect like a store (the generated code deletes it from the real object)."""
+        if not isinstance(obj, UserDefinedObjectVariable) or obj.is_constant:
+            unimplemented(f"deleting attribute {name!r} of {obj.describe()}")
+        cls = obj.python_type()
+        static = inspect.getattr_static(cls, name, None)
+        if cls.__delattr__ is not object.__delattr__ or hasattr(static, "__delete__") or hasattr(static, "__set__"):
+            unimplemented(f"deleting {name!r} runs Python code ({cls.__name__} has __delattr__ or a descriptor)",
+                          "delete it outside the compiled function")
+        if not obj.has_instance_attr(self, name):
+            unimplemented(f"{cls.__name__} object has no attribute {name!r} to delete",
+                          "the frame runs eagerly so Python raises AttributeError")
+        self.output.side_effects.delete_attr(obj, name)
 
     def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name
         self_vt = self.pop()
@@ -588,11 +676,62 @@ class InstructionTranslatorBase:
     # --- with blocks ----------------------------------------------------------------------------------------
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
+        if isinstance(ctx, UserDefinedObjectVariable) and not ctx.is_constant:
+            return self.enter_user_context(ctx)
         if not isinstance(ctx, ContextManagerVariable):
             unimplemented(f"`with` on {ctx.describe()}",
-                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are traced")
+                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function and context managers "
+                          "whose __enter__/__exit__ are Python functions are traced")
         self.push(WithExitFunctionVariable(ctx))
         self.push(ctx.enter(self))
+
+    def enter_user_context(self, ctx: UserDefinedObjectVariable) -> None:
+        """``with obj:`` where ``__enter__``/``__exit__`` are Python functions: inline them like any method call.
+
+        The bound ``__exit__`` goes on the stack, where the normal exit path calls it with (None, None, None).
+        Generator-based managers (``@contextlib.contextmanager``) are refused: a generator called while tracing is
+        run to its end at once, which would run the code after ``yield`` before the body."""
+        import contextlib
+        cls = ctx.python_type()
+        if cls.__module__.split(".")[0] == "torch":  # torch.autocast & co. change global state graph nodes lose
+            unimplemented(f"`with {cls.__module__}.{cls.__qualname__}(...)` is not traced",
+                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are understood")
+        if issubclass(cls, contextlib._GeneratorContextManagerBase):
+            unimplemented(f"`with` on a @contextlib.contextmanager ({cls.__name__})",
+                          "write the context manager as a class with __enter__/__exit__")
+        for name in ("__enter__", "__exit__"):
+            if not isinstance(inspect.getattr_static(cls, name, None), types.FunctionType):
+                unimplemented(f"`with` on {ctx.describe()}: {name} is not a Python function",
+                              "only context managers whose __enter__/__exit__ are Python functions are traced")
+        exit_fn = ctx.var_getattr(self, "__exit__")
+        entered = ctx.var_getattr(self, "__enter__").call_function(self, [], {})
+        self.push(exit_fn)
+        self.push(entered)
+
+    # --- match statements (3.10+) -------------------------------------------------------------------------------
+    def _subject_type(self, subject: VariableTracker) -> type:
+        try:
+            return subject.python_type()
+        except Unsupported:
+            unimplemented(f"`match` on {subject.describe()}", "match on Python constants and containers")
+
+    def MATCH_SEQUENCE(self, inst):
+        t = self._subject_type(self.stack[-1])
+        is_seq = issubclass(t, collections.abc.Sequence) and not issubclass(t, (str, bytes, bytearray))
+        self.push(ConstantVariable(is_seq))
+
+    def MATCH_MAPPING(self, inst):
+        self.push(ConstantVariable(issubclass(self._subject_type(self.stack[-1]), collections.abc.Mapping)))
+
+    def GET_LEN(self, inst):
+        self.push(self.stack[-1].call_method(self, "__len__", [], {}))
+
+    def MATCH_KEYS(self, inst):  # subject, keys -> subject, keys, (values...) or None
+        subject, keys = self.stack[-2], self.stack[-1].as_python_constant()
+        if not isinstance(subject, DictVariable):
+            unimplemented(f"`match` of a mapping pattern on {subject.describe()}", "match on a plain dict")
+        found = all(k in subject.items for k in keys)
+        self.push(TupleVariable([subject.items[k] for k in keys]) if found else ConstantVariable(None))
 
     # --- imports, assertions, unsupported -----------------------------------------------------------------------
     def IMPORT_NAME(self, inst):
@@ -608,7 +747,14 @@ class InstructionTranslatorBase:
         self.push(wrap_constant_result(AssertionError))
 
     def RAISE_VARARGS(self, inst):
-        unimplemented("raising an exception while tracing", "the frame runs eagerly so Python raises it")
+        if inst.arg != 1:
+            unimplemented("re-raising, or `raise ... from ...`, while tracing", "the frame runs eagerly")
+        exc = self.pop()
+        if isinstance(exc, UserDefinedClassVariable) and plain_exception_class(exc.value):
+            exc = ExceptionVariable(exc.value, [])  # `raise ValueError` instantiates the class
+        if not isinstance(exc, ExceptionVariable):
+            unimplemented(f"raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
+        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")

@@ -175,3 +175,124 @@ def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
     for part in target.split("."):
         obj = getattr(obj, part, None)
     return obj
+
+
+# ------------------------------------------------------------------------------------------ guards, grouped
+# [Note: the guard picture]  A guard's source is an access path from the frame (``L['self'].gate.weight``);
+# grouping by the root name (``L['self']``, ``G['torch']``, ``(global)``) shows which inputs the compiled code
+# depends on, and how: a tensor input has one TENSOR_MATCH, a module a tree of ID/TYPE matches under it.
+GUARD_COLORS: dict[str, str] = {
+    "TENSOR_MATCH": "lightblue",
+    "ID_MATCH": "lightyellow",
+    "TYPE_MATCH": "khaki",
+    "EQUALS_MATCH": "palegreen",
+    "NN_MODULE": "orange",
+    "NO_TENSOR_ALIASING": "pink",
+}
+
+
+def guard_root(guard) -> str:
+    """``L['self']`` for ``L['self'].gate.weight``: the frame variable a guard's source starts from."""
+    if guard.source is None:
+        return "(global)"
+    match = re.match(r"^[LG]\[[^\]]*\]", guard.source.name())
+    return match.group(0) if match else guard.source.name()
+
+
+def draw_guards(guards: list, name: str = "guards") -> graphviz.Digraph:
+    """One cluster per root source, one box per guard (kind, source, expected value, the user line)."""
+    dot = graphviz.Digraph(name=re.sub(r"\W", "_", name), graph_attr={"rankdir": "LR", "fontname": "Helvetica",
+                                                                        "label": name, "labelloc": "t"},
+                           node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica",
+                                      "fontsize": "10"})
+    groups: dict[str, list] = {}
+    for g in guards:
+        groups.setdefault(guard_root(g), []).append(g)
+    for k, (root, members) in enumerate(groups.items()):
+        with dot.subgraph(name=f"cluster_{k}") as sub:
+            sub.attr(label=root, style="rounded", color="grey40", fontname="Helvetica")
+            for j, g in enumerate(members):
+                label = f"{g.kind}\\n{g.name()}\\n{_clip(g.describe_expected())}"
+                if g.where():
+                    label += f"\\n@ {_clip(g.where())}"
+                sub.node(f"g{k}_{j}", graphviz.nohtml(label), fillcolor=GUARD_COLORS.get(g.kind, "white"))
+    return dot
+
+
+def _clip(text: str, n: int = 48) -> str:
+    text = text.replace("\\", "/").replace('"', "'")
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------- the break map
+GRAPH_COLORS = ["palegreen", "lightblue", "lightyellow", "thistle", "peachpuff", "lightcyan"]
+
+
+def line_to_graphs(graphs: list, filename: str) -> dict[int, list[int]]:
+    """For each line of ``filename``: the indices of the captured graphs holding an op made on that line."""
+    out: dict[int, list[int]] = {}
+    for k, gm in enumerate(graphs):
+        for node in gm.graph.nodes:
+            fs = node.meta.get("user_frame")
+            if fs is not None and fs.filename == filename and k not in out.setdefault(fs.lineno, []):
+                out[fs.lineno].append(k)
+    return out
+
+
+def draw_break_map(fn, report, name: str | None = None) -> graphviz.Digraph:
+    """The source of ``fn``, one box per line: coloured by the graph its ops went into, red where it broke.
+
+    ``report`` is ``explain(fn)(*args)``: its ``graphs`` (with each node's user line) and ``break_reasons``.
+    A line whose ops went into graph *k* has graph *k*'s colour; a break line is red, with a note giving the
+    reason; a line with no ops (Python the translator evaluated away) stays white.
+    """
+    import inspect
+    fn = getattr(fn, "_minidynamo_orig", fn)
+    fn = getattr(fn, "forward", fn) if isinstance(fn, torch.nn.Module) else fn
+    lines, first = inspect.getsourcelines(fn)
+    filename = fn.__code__.co_filename
+    in_graph = line_to_graphs(report.graphs, filename)
+    breaks = {r.user_stack[-1].lineno: r for r in report.break_reasons
+              if r.user_stack and r.user_stack[-1].filename == filename}
+    title = name or f"break map of {fn.__name__}"
+    dot = graphviz.Digraph(name=re.sub(r"\W", "_", title), graph_attr={"rankdir": "TB", "label": title,
+                                                                         "labelloc": "t", "nodesep": "0.1",
+                                                                         "ranksep": "0.05"},
+                           node_attr={"shape": "box", "style": "filled", "fontname": "Courier", "fontsize": "10",
+                                      "width": "6", "height": "0.2"})
+    for k, text in enumerate(lines):
+        lineno = first + k
+        dot.node(f"l{lineno}", graphviz.nohtml(_line_label(lineno, text, in_graph.get(lineno, []))),
+                 fillcolor=_line_color(lineno, in_graph, breaks), group="src")
+        if k:
+            dot.edge(f"l{lineno - 1}", f"l{lineno}", style="invis")
+    for lineno, r in breaks.items():
+        dot.node(f"b{lineno}", graphviz.nohtml(f"graph break: {_clip(r.reason, 70)}"), shape="note",
+                 fillcolor="mistyrose", fontname="Helvetica")
+        dot.edge(f"l{lineno}", f"b{lineno}", color="red", constraint="false")
+    return dot
+
+
+def _line_label(lineno: int, text: str, graphs: list[int]) -> str:
+    tag = f"   [graph {', '.join(map(str, graphs))}]" if graphs else ""
+    return f"{lineno:4d}  {text.rstrip()}{tag}".replace("\\", "/") + "\\l"
+
+
+def _line_color(lineno: int, in_graph: dict, breaks: dict) -> str:
+    if lineno in breaks:
+        return "salmon"
+    graphs = in_graph.get(lineno)
+    return GRAPH_COLORS[graphs[0] % len(GRAPH_COLORS)] if graphs else "white"
+
+
+def save(dot: graphviz.Digraph, path: str) -> str:
+    """Write the picture to ``path``; the suffix picks the format (``.svg``, ``.png``, ``.pdf``, ``.dot``)."""
+    import pathlib
+    p = pathlib.Path(path)
+    fmt = p.suffix.lstrip(".") or "svg"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "dot":
+        p.write_text(dot.source)
+    else:
+        p.write_bytes(dot.pipe(format=fmt))
+    return str(p)

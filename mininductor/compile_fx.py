@@ -35,8 +35,10 @@ from .virtualized import V
 class CompiledGraph:
     """``compiled(*inputs)`` runs the generated ``call`` and rebuilds the graph's output structure."""
 
-    def __init__(self, module, out_spec, example_inputs, source: str) -> None:
+    def __init__(self, module, out_spec, example_inputs, source: str,
+                 mutated_inputs: frozenset[int] = frozenset()) -> None:
         self.module, self.out_spec, self.source = module, out_spec, source
+        self.mutated_inputs = mutated_inputs  # indices of inputs the graph writes in place
         self.call = module.call
         self.n_inputs = len(example_inputs)
         self._runner = None
@@ -47,7 +49,7 @@ class CompiledGraph:
     def __call__(self, *args):
         if self._use_cudagraphs and self._runner is None:
             try:
-                self._runner = CudaGraphRunner(self.call, list(args))
+                self._runner = CudaGraphRunner(self.call, list(args), self.mutated_inputs)
             except Exception as e:  # noqa: BLE001  (e.g. an op that syncs with the CPU cannot be captured)
                 warnings.warn(f"mininductor: CUDA graph capture failed ({type(e).__name__}: {e}); running plainly")
                 self._use_cudagraphs = False
@@ -80,7 +82,9 @@ def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Cal
         setattr(module, name, value)
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
     _, spec = pytree.tree_flatten(_plain_containers(out_node.args[0]))
-    return CompiledGraph(module, spec, example_inputs, source)
+    mutated = frozenset(graph.graph_input_names.index(name) for name, _ in graph.mutations
+                        if name in graph.graph_input_names)
+    return CompiledGraph(module, spec, example_inputs, source, mutated)
 
 
 def _compile_graph(aten_gm, example_inputs):

@@ -73,6 +73,7 @@ def interpreted_stdlib():
     if _STDLIB_SWAPS is None:
         _STDLIB_SWAPS = [(tl, name, obj, InterpretedFunction(obj.fn)) for name, obj in vars(tl).items()
                          if isinstance(obj, JITFunction)]
+        _fix_interpreter_index()
     for module, name, _, interpreted in _STDLIB_SWAPS:
         setattr(module, name, interpreted)
     try:
@@ -81,6 +82,29 @@ def interpreted_stdlib():
     finally:
         for module, name, original, _ in _STDLIB_SWAPS:
             setattr(module, name, original)
+
+
+def _fix_interpreter_index() -> None:
+    """Triton <= 3.6's interpreter turns a scalar argument into a 1-element array and defines ``__index__`` as
+    ``int(array)``, which NumPy >= 2.5 refuses for 1-d arrays: ``range(0, rnumel, RBLOCK)`` then fails.
+    Triton 3.7+ squeezes first; on older versions we wrap its patching to do the same (so does PyTorch)."""
+    import triton.runtime.interpreter as interp
+    original = getattr(interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_minicompile_fixed", False):
+        return
+
+    def index(self) -> int:
+        return int(numpy.asarray(self.handle.data).reshape(-1)[0])
+
+    def patch_lang_tensor(tensor, *scope):  # (tensor) on older Triton, (tensor, scope) on 3.5-3.6
+        original(tensor, *scope)
+        if scope and hasattr(scope[0], "set_attr"):
+            scope[0].set_attr(tensor, "__index__", index)  # restored with the rest when the launch ends
+        else:
+            tensor.__index__ = index
+
+    patch_lang_tensor._minicompile_fixed = True
+    interp._patch_lang_tensor = patch_lang_tensor
 
 
 def load_module(source: str, interpret: bool):
@@ -98,6 +122,8 @@ def load_module(source: str, interpret: bool):
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    if interpret:
+        _fix_interpreter_index()
     with interpret_mode(interpret):
         spec.loader.exec_module(module)
     sys.modules[name] = module
@@ -205,11 +231,19 @@ def _bench(fn, reps: int = 10) -> float:
 # ------------------------------------------------------------------------------------------------ cudagraphs
 class CudaGraphRunner:
     """Replays ``call`` from a CUDA graph: inputs are copied into static buffers, outputs are the graph's own
-    (static) tensors -- the next replay overwrites them, as with ``torch.compile(mode="reduce-overhead")``."""
+    (static) tensors -- the next replay overwrites them, as with ``torch.compile(mode="reduce-overhead")``.
 
-    def __init__(self, call, example_inputs: list) -> None:
+    [Note: static inputs]  Parameters and buffers keep their addresses from call to call, so the graph is
+    recorded on the real tensors and they are never copied (upstream's cudagraph trees do the same): for the
+    MoE that is 1 GB of weights a replay does not move.  Only the other inputs (activations) are copied in, and
+    only inputs the graph mutates (``mutated``: their indices) are copied back out after a replay.
+    """
+
+    def __init__(self, call, example_inputs: list, mutated: frozenset[int] = frozenset()) -> None:
         self.call = call
-        self.static_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs]
+        self.mutated = mutated
+        self.static_inputs = [x if _is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
+                              for x in example_inputs]
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -223,9 +257,16 @@ class CudaGraphRunner:
     def __call__(self, inputs: list):
         for dst, src in zip(self.static_inputs, inputs):
             if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr():
-                dst.copy_(src)
+                dst.copy_(src)  # a parameter that moved is copied too: correct, only slower
         self.graph.replay()
-        for dst, src in zip(self.static_inputs, inputs):  # input mutations are replayed into the static copy
-            if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr() and not torch.equal(dst, src):
+        for k in self.mutated:  # the replay updated the static copy: write it back into the caller's tensor
+            dst, src = self.static_inputs[k], inputs[k]
+            if dst.data_ptr() != src.data_ptr():
                 src.copy_(dst)
         return self.static_outputs
+
+
+def _is_static_input(x) -> bool:
+    """Parameters and buffers of modules: tensors whose address does not change between calls."""
+    return isinstance(x, torch.nn.Parameter) or getattr(x, "_is_param", False) or \
+        getattr(x, "_dynamo_static_input_type", None) is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 import operator
 from typing import Any, Callable
@@ -18,7 +19,7 @@ import torch
 from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
-from .dicts import DictVariable, SetVariable
+from .dicts import DictVariable, SetVariable, const_key
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
 from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
 from .tensor import TensorVariable, call_graph_op
@@ -146,9 +147,13 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn is dict.fromkeys:
+        if fn is object.__setattr__:  # inside a user __setattr__: the plain store, without calling it again
+            obj, attr, value = args
+            tx.store_attr_raw(obj, attr.as_python_constant(), value)
+            return ConstantVariable(None)
+        if getattr(fn, "__self__", None) is dict and name == "fromkeys":  # a fresh bound method each time: no `is`
             value = args[1] if len(args) > 1 else ConstantVariable(None)
-            return DictVariable({k.as_python_constant(): value for k in args[0].unpack_var_sequence(tx)})
+            return DictVariable({const_key(k): value for k in args[0].unpack_var_sequence(tx)})
         if fn is functools.reduce:
             return self._reduce(tx, *args)
         if fn in OPERATOR_HANDLERS:
@@ -185,7 +190,9 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(issubclass(t, cls) if isinstance(cls, type) else any(issubclass(t, c) for c in cls))
 
     def call_type(self, tx, obj):
-        from .user_defined import UserDefinedClassVariable
+        from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+        if isinstance(obj, UserDefinedObjectVariable):
+            return obj.class_tracker(tx)  # with the class's source: its attributes can be guarded and stored
         return UserDefinedClassVariable(obj.python_type())
 
     def call_range(self, tx, *args):
@@ -313,6 +320,16 @@ class BuiltinVariable(VariableTracker):
         tx.store_attr(obj, name.as_python_constant(), value)
         return ConstantVariable(None)
 
+    def call_vars(self, tx, obj=None):
+        from .user_defined import UserDefinedObjectVariable
+        if isinstance(obj, UserDefinedObjectVariable) and not obj.built_here and not obj.is_constant:
+            return obj.var_getattr(tx, "__dict__")
+        return None
+
+    def call_delattr(self, tx, obj, name):
+        tx.delete_attr(obj, name.as_python_constant())
+        return ConstantVariable(None)
+
     def call_callable(self, tx, obj):
         from .functions import BaseUserFunctionVariable
         from .nn_module import NNModuleVariable
@@ -371,6 +388,37 @@ OPERATOR_HANDLERS: dict[Callable, Callable] = {
     operator.truth: lambda tx, a: ConstantVariable(a.truth(tx)),
 }
 MATH_ON_TENSORS = {getattr(math, n) for n in dir(math) if callable(getattr(math, n))}
+
+
+def _itertools_product(tx, *iterables, repeat=None):
+    seqs = [it.unpack_var_sequence(tx) for it in iterables]
+    n = repeat.as_python_constant() if repeat is not None else 1
+    return ListIteratorVariable([TupleVariable(list(group)) for group in itertools.product(*seqs, repeat=n)])
+
+
+def _itertools_chain(tx, *iterables):
+    return ListIteratorVariable([item for it in iterables for item in it.unpack_var_sequence(tx)])
+
+
+def _itertools_accumulate(tx, iterable, func=None, *, initial=None):
+    items = iterable.unpack_var_sequence(tx)
+    out = [initial] if initial is not None and not (initial.is_python_constant()
+                                                     and initial.as_python_constant() is None) else []
+    for item in items:
+        if not out:
+            out.append(item)
+        elif func is None or func.is_python_constant() and func.as_python_constant() is None:
+            out.append(binary_op(tx, operator.add, out[-1], item))
+        else:
+            out.append(func.call_function(tx, [out[-1], item], {}))
+    return ListIteratorVariable(out)
+
+
+# itertools classes called while tracing: computed eagerly over the trackers (upstream: variables/iter.py).
+ITERTOOLS_HANDLERS: dict[type, Callable] = {
+    itertools.product: _itertools_product, itertools.chain: _itertools_chain,
+    itertools.accumulate: _itertools_accumulate,
+}
 
 
 def unary_op(tx, op: Callable, a: VariableTracker) -> VariableTracker:

@@ -4,7 +4,7 @@ Mirrors ``torch/_dynamo/variables/dicts.py``.  Keys that are not constants (tens
 """
 from __future__ import annotations
 
-from ..exc import unimplemented
+from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
@@ -64,7 +64,7 @@ class DictVariable(VariableTracker):
             tx.output.side_effects.mutate(self)
             self.items[k] = self.default_factory.call_function(tx, [], {})
         if k not in self.items:
-            unimplemented(f"KeyError {k!r} while tracing", "the frame runs eagerly so Python raises it")
+            raise_observed_exception(KeyError, [key], f"KeyError {k!r} while tracing")
         return self.items[k]
 
     def _m_get(self, tx, key, default=None):

@@ -7,6 +7,7 @@ their closure cells.  Mirrors ``torch/_dynamo/variables/functions.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from typing import Any
@@ -124,6 +125,12 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
+    def call_function(self, tx, args, kwargs):
+        if self.fn is dataclasses.asdict and len(args) == 1 and not kwargs:
+            return dataclass_asdict(tx, args[0])
+        return super().call_function(tx, args, kwargs)
+
+
     def _wrap_real(self, tx, value, source):
         from .builder import VariableBuilder, wrap_constant_result
         if source is not None:
@@ -142,6 +149,18 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         for k, (name, cell) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or ())):
             cells[name] = tx.output.root_cell_for(tx, fn, k, cell, src and ClosureCellSource(src, k))
         return bound, cells
+
+
+def dataclass_asdict(tx, obj: VariableTracker) -> VariableTracker:
+    """``dataclasses.asdict(obj)``: the fields, recursively, as a dict.  The real one deep-copies every value it
+    does not recurse into, which is the identity for Python constants; anything else (a tensor) is refused."""
+    from .user_defined import UserDefinedObjectVariable
+    if not (isinstance(obj, UserDefinedObjectVariable) and dataclasses.is_dataclass(obj.python_type())):
+        if obj.is_python_constant() and isinstance(obj.as_python_constant(), (int, float, bool, str, type(None))):
+            return obj
+        unimplemented(f"dataclasses.asdict deep-copies {obj.describe()}", "build the dict by hand")
+    return DictVariable({f.name: dataclass_asdict(tx, obj.var_getattr(tx, f.name))
+                         for f in dataclasses.fields(obj.python_type())})
 
 
 class UserMethodVariable(UserFunctionVariable):

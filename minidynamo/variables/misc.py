@@ -36,3 +36,39 @@ class PythonModuleVariable(VariableTracker):
         if self.source is not None:
             return VariableBuilder(tx, AttrSource(self.source, name))(value)
         return wrap_constant_result(value)
+
+
+class ExceptionVariable(VariableTracker):
+    """An exception object built while tracing (``ValueError("negative")``): raised and caught symbolically."""
+
+    def __init__(self, exc_type: type, args: list, **kw):
+        super().__init__(**kw)
+        self.exc_type = exc_type
+        self.args = args
+
+    def python_type(self):
+        return self.exc_type
+
+    def describe(self):
+        return f"{self.exc_type.__name__} object"
+
+    def _repr_body(self):
+        return self.exc_type.__name__
+
+    def var_getattr(self, tx, name):
+        from .lists import TupleVariable
+        if name == "args":
+            return TupleVariable(list(self.args))
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(self.exc_type, push_null=True)
+        for a in self.args:
+            codegen(a)
+        codegen.call(len(self.args))
+
+
+def plain_exception_class(cls: type) -> bool:
+    """An exception class whose construction runs no user code (no ``__init__``/``__new__`` outside builtins)."""
+    return issubclass(cls, BaseException) and all(
+        k.__module__ == "builtins" or ("__init__" not in vars(k) and "__new__" not in vars(k)) for k in cls.__mro__)

@@ -20,12 +20,20 @@ from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 
 
+def is_data_descriptor(static) -> bool:
+    """A data descriptor (property, a class with ``__set__``) wins over the instance ``__dict__``."""
+    return hasattr(type(static), "__set__") or hasattr(type(static), "__delete__")
+
+
 def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, static) -> VariableTracker:
     """``obj.name`` where ``name`` is found on the class (``static`` = ``inspect.getattr_static`` result)."""
     from .builder import VariableBuilder, wrap_constant_result
     from .functions import UserFunctionVariable, UserMethodVariable
 
     cls_src = AttrSource(obj.source, "__class__") if obj.source is not None else None
+    pending = tx.output.side_effects.pending_class_attr(cls, name)
+    if pending is not None:
+        return pending
     if static is None:
         if inspect.getattr_static(cls, "__getattr__", None) is not None and name != "__getattr__":
             getattr_fn = inspect.getattr_static(cls, "__getattr__")
@@ -43,6 +51,8 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
         return UserMethodVariable(static.__func__, UserDefinedClassVariable(cls, source=cls_src))
     if isinstance(static, types.FunctionType):
         return UserMethodVariable(static, obj)
+    if isinstance(getattr(type(static), "__get__", None), types.FunctionType):
+        return call_descriptor_get(tx, obj, cls, name, static)
     if type(static).__name__ in ("wrapper_descriptor", "method_descriptor", "getset_descriptor",
                                  "member_descriptor"):
         if obj.source is not None:
@@ -57,6 +67,24 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
     if isinstance(value, torch.Tensor):
         unimplemented(f"tensor class attribute {name!r} of {cls.__name__} on an object built while tracing")
     return wrap_constant_result(value)
+
+
+def call_descriptor_get(tx, obj: VariableTracker, cls: type, name: str, descriptor) -> VariableTracker:
+    """``obj.name`` where the class holds a user descriptor: inline ``type(descriptor).__get__(descriptor, obj, cls)``.
+
+    The descriptor is read from ``type(obj).__dict__`` (reading ``type(obj).name`` would call ``__get__`` again)."""
+    from .builder import VariableBuilder
+    from .functions import UserMethodVariable
+    from ..source import GetItemSource
+    if obj.source is not None:
+        src = GetItemSource(AttrSource(AttrSource(obj.source, "__class__"), "__dict__"), name)
+        if name not in cls.__dict__:
+            unimplemented(f"descriptor {name!r} inherited from a base class of {cls.__name__}")
+        descr_vt = VariableBuilder(tx, src)(descriptor)
+    else:
+        descr_vt = UserDefinedObjectVariable(descriptor)
+    cls_vt = obj.class_tracker(tx) if isinstance(obj, UserDefinedObjectVariable) else UserDefinedClassVariable(cls)
+    return UserMethodVariable(type(descriptor).__get__, descr_vt).call_function(tx, [obj, cls_vt], {})
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -84,11 +112,16 @@ class UserDefinedClassVariable(VariableTracker):
     def var_getattr(self, tx, name):
         from .builder import VariableBuilder, wrap_constant_result
         from .functions import UserFunctionVariable, UserMethodVariable
+        pending = tx.output.side_effects.pending_class_attr(self.value, name)
+        if pending is not None:
+            return pending
         static = inspect.getattr_static(self.value, name, None)
         if isinstance(static, staticmethod):
             return UserFunctionVariable(static.__func__)
         if isinstance(static, classmethod):
             return UserMethodVariable(static.__func__, self)
+        if self.value is torch.Tensor and type(static).__name__ in ("method_descriptor", "wrapper_descriptor"):
+            return TensorMethodDescriptorVariable(name)
         if static is None and not hasattr(self.value, name):
             unimplemented(f"class {self.value.__name__} has no attribute {name!r}")
         value = getattr(self.value, name)
@@ -97,6 +130,17 @@ class UserDefinedClassVariable(VariableTracker):
         if isinstance(value, types.FunctionType):
             return UserFunctionVariable(value)
         return wrap_constant_result(value)
+
+    def store_attr(self, tx, name: str, value: VariableTracker) -> None:
+        """``Counted.instances = n`` / ``type(self).instances += 1``: a side effect on the real class object."""
+        cls = self.value
+        static = inspect.getattr_static(type(cls), name, None)
+        if type(cls).__setattr__ is not type.__setattr__ or hasattr(static, "__set__"):
+            unimplemented(f"assigning {name!r} on class {cls.__name__} runs its metaclass's code")
+        if self.source is None or cls.__module__ == "builtins":
+            unimplemented(f"setting attribute {name!r} on class {cls.__name__} (reached without a source to guard)",
+                          "assign it through the class's global name, outside the compiled function")
+        tx.output.side_effects.store_attr(self, name, value)
 
     def call_function(self, tx, args, kwargs):
         cls = self.value
@@ -122,9 +166,15 @@ class UserDefinedClassVariable(VariableTracker):
             d = DictVariable({}, user_cls=cls)
             d.default_factory = args[0] if args else None
             return d
+        from .builtin import ITERTOOLS_HANDLERS
+        if cls in ITERTOOLS_HANDLERS:
+            return ITERTOOLS_HANDLERS[cls](tx, *args, **kwargs)
         if cls is torch.Size:
             from .lists import SizeVariable
             return SizeVariable(args[0].unpack_var_sequence(tx) if args else [])
+        from .misc import ExceptionVariable, plain_exception_class
+        if plain_exception_class(cls) and not kwargs:
+            return ExceptionVariable(cls, list(args))
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
                 cls.__module__ in ("builtins", "torch") and not issubclass(cls, BaseException):
             from .constant import fold
@@ -134,7 +184,7 @@ class UserDefinedClassVariable(VariableTracker):
             unimplemented(f"constructing module {cls.__name__} inside the compiled function",
                           "construct modules outside and pass them in")
         if cls.__new__ is object.__new__ and isinstance(getattr(cls, "__init__", None), types.FunctionType):
-            obj = UserDefinedObjectVariable(None, cls=cls)
+            obj = UserDefinedObjectVariable(None, cls=cls, cls_vt=self)
             from .functions import UserMethodVariable
             UserMethodVariable(cls.__init__, obj).call_function(tx, args, kwargs)
             return obj
@@ -142,15 +192,66 @@ class UserDefinedClassVariable(VariableTracker):
                       "build the object outside the compiled function and pass it in")
 
 
+class TensorMethodDescriptorVariable(VariableTracker):
+    """``torch.Tensor.sum`` read from the class: ``torch.Tensor.sum(x, 1)`` is the same graph node as ``x.sum(1)``."""
+
+    def __init__(self, name: str, **kw):
+        super().__init__(**kw)
+        self.name = name
+
+    def as_python_constant(self):
+        return getattr(torch.Tensor, self.name)
+
+    def describe(self):
+        return f"torch.Tensor.{self.name}"
+
+    def _repr_body(self):
+        return self.name
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(torch.Tensor)
+        codegen.load_attr(self.name)
+
+    def call_function(self, tx, args, kwargs):
+        from .tensor import TensorVariable
+        if not args or not isinstance(args[0], TensorVariable):
+            unimplemented(f"torch.Tensor.{self.name} called on {args[0].describe() if args else 'nothing'}",
+                          f"call it as a method of a tensor: x.{self.name}(...)")
+        return args[0].call_method(tx, self.name, list(args[1:]), kwargs)
+
+
 class UserDefinedObjectVariable(VariableTracker):
     """A plain Python object: a real one read from the frame (``value``), or one built while tracing."""
 
-    def __init__(self, value, source=None, is_constant: bool = False, cls: type | None = None):
+    def __init__(self, value, source=None, is_constant: bool = False, cls: type | None = None,
+                 cls_vt: UserDefinedClassVariable | None = None):
         super().__init__(source=source)
         self.value = value
         self.cls = cls or type(value)
         self.is_constant = is_constant
         self.built_here = value is None
+        self.cls_vt = cls_vt  # the class tracker this object was built from (it carries the class's source)
+
+    def class_tracker(self, tx) -> VariableTracker:
+        """``type(obj)`` / ``obj.__class__``: with a source where one is known, so class attributes can be guarded
+        and stored to."""
+        from .builder import VariableBuilder, wrap_constant_result
+        if self.cls_vt is not None:
+            return self.cls_vt
+        if self.source is not None and not self.is_constant:
+            return VariableBuilder(tx, AttrSource(self.source, "__class__"))(self.cls)
+        return wrap_constant_result(self.cls)
+
+    def has_instance_attr(self, tx, name: str) -> bool:
+        """Is ``name`` in the object's ``__dict__`` (as changed while tracing)?"""
+        from ..side_effects import DeletedAttribute
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return not isinstance(pending, DeletedAttribute)
+        if self.built_here or name not in getattr(self.value, "__dict__", {}):
+            return False
+        self.var_getattr(tx, name)  # reading it guards it (and so that it exists)
+        return True
 
     def python_type(self):
         return self.cls
@@ -172,20 +273,24 @@ class UserDefinedObjectVariable(VariableTracker):
         return self.cls.__qualname__
 
     def var_getattr(self, tx, name):
+        from ..side_effects import DeletedAttribute
         from .builder import VariableBuilder, wrap_constant_result
         pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is not None:
+        if pending is not None and not isinstance(pending, DeletedAttribute):
             return pending
         if name == "__class__":
-            return wrap_constant_result(self.cls)
+            return self.class_tracker(tx)
+        if name == "__dict__" and tx.output.side_effects.attr_stores.get(id(self)):
+            unimplemented(f"reading __dict__ of a {self.cls.__name__} object after storing attributes on it",
+                          "read the attributes by name")
         if self.is_constant:  # an object computed from constants (torch.finfo(...), ...): read it now
             from .builtin import BuiltinVariable
             value = getattr(self.value, name)
             return BuiltinVariable(value) if callable(value) and not isinstance(value, type) \
                 else wrap_constant_result(value)
-        if not self.built_here:
+        if not self.built_here and pending is None:  # after `del obj.name` only the class can answer
             d = getattr(self.value, "__dict__", {})
-            if name in d and not isinstance(inspect.getattr_static(self.cls, name, None), property):
+            if name in d and not is_data_descriptor(inspect.getattr_static(self.cls, name, None)):
                 if self.source is not None:
                     return VariableBuilder(tx, AttrSource(self.source, name))(d[name])
                 return wrap_constant_result(d[name])
@@ -248,6 +353,10 @@ class SuperVariable(VariableTracker):
                 if klass is object or klass is torch.nn.Module:
                     if name == "__init__":
                         return NoOpVariable()
+                if klass is object and name == "__setattr__":
+                    from .builtin import BuiltinVariable
+                    from .functions import PartialVariable
+                    return PartialVariable(BuiltinVariable(object.__setattr__), [self.obj], {})
                 unimplemented(f"super().{name} resolved to {type(static).__name__}")
         unimplemented(f"super() has no attribute {name!r}")
 

@@ -250,7 +250,11 @@ class TritonKernel(ReductionCodegenMixin):
         cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
         mask = self._mask(idx, self.r_node)
         if mode == "atomic_add":  # several elements may land on one address: add atomically, never cache
-            self.lines.append(f"tl.atomic_add({ptr} + ({idx}), {cast}, {mask})")
+            # The value is materialised at the pointer block's shape (adding zeros): compiled Triton broadcasts
+            # by itself, but Triton 3.6's interpreter reads a broadcast (stride-0) value as if contiguous.
+            ptrs = f"{ptr} + ({idx})"
+            value = f"{cast} + tl.zeros(({ptrs}).shape, {TL_DTYPE[dtype]})"
+            self.lines.append(f"tl.atomic_add({ptrs}, {value}, {mask})")
             return
         self.lines.append(_Store(name, f"tl.store({ptr} + ({idx}), {cast}, {mask})"))
         self.scope.stores[(name, self._index(index))] = value
