@@ -11,10 +11,12 @@ Stages, in the order a call goes through them: ``eval_frame`` (the hook and cach
 """
 from . import config, exc
 from .backends import list_backends, register_backend
+from .dynamic_shapes import mark_dynamic, mark_static
 from .eval_frame import OptimizedModule, disable, graph_break, minicompile, reset
 from .explain import explain, show_guards, show_transformed
 from .step_through import step_through
 from .utils import counters
 
 __all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed",  # noqa: RUF022
-           "step_through", "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule"]
+           "step_through", "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule",
+           "mark_dynamic", "mark_static"]

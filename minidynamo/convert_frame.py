@@ -36,6 +36,7 @@ from .variables.builder import LazyVariableTracker
 from .variables.dicts import DictVariable
 from .variables.functions import CellVariable
 from .variables.lists import BaseListVariable, ListIteratorVariable, SliceVariable
+from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 
 
@@ -168,14 +169,14 @@ def arg_count(code: types.CodeType) -> int:
     return n
 
 
-def tensors_to_output(values: list[VariableTracker]) -> list[TensorVariable]:
-    """The computed tensors (no source) reachable from ``values``: they become the graph's outputs."""
-    out: dict[int, TensorVariable] = {}
+def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
+    """The computed tensors and symbolic ints (no source) reachable from ``values``: the graph's outputs."""
+    out: dict[int, VariableTracker] = {}
 
     def walk(v):
         if not isinstance(v, VariableTracker):
             return
-        if isinstance(v, TensorVariable):
+        if isinstance(v, (TensorVariable, SymNodeVariable)):
             if v.source is None:
                 out.setdefault(id(v), v)
         elif v.source is not None:

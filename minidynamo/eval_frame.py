@@ -24,7 +24,7 @@ import torch
 from . import config
 from .backends import lookup_backend
 from .convert_frame import CacheEntry, convert_frame
-from .exc import Unsupported
+from .exc import ConstraintViolationError, Unsupported
 from .resume_execution import Continuation
 from .utils import counters
 
@@ -47,6 +47,10 @@ class CompileContext:
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
         self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
         self.wrappers: dict[types.FunctionType, Callable] = {}
+        # automatic dynamic: per code object, the sizes each input had and which changed (dynamic_shapes.py)
+        self.frame_state: dict[types.CodeType, dict] = {}
+        self.dynamic_log: list[str] = []
+        self.generations: dict[types.CodeType, int] = {}  # per frame-state key: sizes turned dynamic so far
         _contexts.add(self)
 
     def reset(self) -> None:
@@ -57,6 +61,9 @@ class CompileContext:
         self.graph_breaks.clear()
         self.resume_fns.clear()
         self.resume_origin.clear()
+        self.frame_state.clear()
+        self.dynamic_log.clear()
+        self.generations.clear()
 
     def wrapped(self, fn: types.FunctionType) -> Callable:
         """``fn`` compiled by this context when called (a callee that ran natively at a graph break)."""
@@ -139,7 +146,8 @@ class CompileContext:
 
     def recompile(self, fn, entries, f_locals, args, kwargs):
         reason = entries[-1].guard_manager.first_failure(f_locals, fn.__globals__) or "unknown"
-        if len(entries) >= config.recompile_limit:
+        same_path = self.entries_on_same_path(fn, entries, f_locals)
+        if len(same_path) >= config.recompile_limit or len(entries) >= config.accumulated_recompile_limit:
             warnings.warn(f"minidynamo: {fn.__qualname__} hit recompile_limit ({config.recompile_limit}); "
                           f"running it eagerly. Last guard failure: {reason}")
             counters["eager_fallback"]["recompile_limit"] += 1
@@ -150,6 +158,32 @@ class CompileContext:
             print(f"[minidynamo] recompiling {fn.__qualname__}: guard failed: {reason}")
         return self.compile_and_call(fn, f_locals, args, kwargs)
 
+    def entries_on_same_path(self, fn, entries, f_locals) -> list:
+        """The cache entries that count towards ``recompile_limit`` for this call.
+
+        [Note: recompile limit per code path]  A graph break inside a loop makes resume functions that are entered
+        once per iteration, with the loop's state as arguments: ``__resume_at_N(expert_idx=3, ...)`` runs
+        ``self.experts[3]``, so its graph is specialised on ``expert_idx == 3``.  Each loop index is a different
+        code path, not a recompile of the same one.  So, for a resume function, only entries whose constant
+        (EQUALS_MATCH) guards hold for this call count -- the analogue of upstream's ``cache_size.py``, which
+        counts only entries whose ID_MATCH-guarded objects are this frame's.  ``accumulated_recompile_limit``
+        caps the total.  A user's own function keeps upstream's rule: every entry counts.
+
+        Entries compiled before a size of the frame became dynamic (its ``generation`` is older) do not count
+        either: they were static guesses the dynamic entry now generalises.  Each (input, dimension) turns dynamic
+        at most once, so this cannot hide an endless stream of recompiles.
+        """
+        current = self.dynamic_generation(fn.__code__)
+        entries = [e for e in entries if getattr(e, "generation", 0) == current]
+        if fn.__code__ not in self.resume_origin:
+            return entries
+        return [e for e in entries if e.guard_manager.check_kinds(f_locals, fn.__globals__, ("EQUALS_MATCH",))]
+
+    def dynamic_generation(self, code: types.CodeType) -> int:
+        """How many sizes of ``code``'s frame have become dynamic so far (automatic dynamic, dynamic_shapes.py)."""
+        from .dynamic_shapes import frame_state_key
+        return self.generations.get(frame_state_key(self, code), 0)
+
     def compile_and_call(self, fn, f_locals, args, kwargs):
         try:
             entry = convert_frame(fn, f_locals, self.backend, self)
@@ -157,12 +191,15 @@ class CompileContext:
             if self.fullgraph:
                 raise
             return self.fall_back(fn, e, args, kwargs)
+        except ConstraintViolationError:
+            raise  # the user asked for a dynamic size the program cannot have: tell them, as upstream
         except Exception as e:  # noqa: BLE001 - a translator bug must not become a crash or a wrong answer
             if config.raise_internal_errors or self.fullgraph:
                 raise
             err = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",
                               "please report this; the frame runs eagerly")
             return self.fall_back(fn, err, args, kwargs)
+        entry.generation = self.dynamic_generation(fn.__code__)
         self.cache[fn.__code__].append(entry)
         return entry.fn(*args, **kwargs)
 

@@ -51,3 +51,8 @@ class RecompileLimitExceeded(RuntimeError):
 def unimplemented(reason: str, hint: str = "") -> "NoReturn":  # noqa: F821
     """Refuse to trace: the one idiom every handler uses (upstream: ``torch._dynamo.exc.unimplemented``)."""
     raise Unsupported(reason, hint)
+
+
+class ConstraintViolationError(RuntimeError):
+    """A dimension the user marked dynamic cannot be (size 0/1, or the program specialised it).  Reaches the user,
+    as upstream's ``torch.fx.experimental.symbolic_shapes.ConstraintViolationError`` does."""

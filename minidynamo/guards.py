@@ -14,6 +14,7 @@ Upstream builds guards in C++ (``torch/_dynamo/guards.py`` + ``guards.cpp``); we
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import traceback
 import types
@@ -34,21 +35,39 @@ class TensorMeta:
     requires_grad: bool
 
     @staticmethod
-    def of(t: torch.Tensor) -> "TensorMeta":
-        return TensorMeta(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+    def of(t: torch.Tensor, fake: torch.Tensor | None = None) -> "TensorMeta":
+        """``t``'s metadata; where ``fake`` has a symbolic size or stride, that entry is the symbol's name (a str),
+        which ``tensor_match`` skips: the ShapeEnv's guards (SHAPE_ENV) check those."""
+        if fake is None:
+            return TensorMeta(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()), t.requires_grad)
+        return TensorMeta(type(t), t.dtype, t.device, _entries(fake.shape), _entries(fake.stride()), t.requires_grad)
 
     def key(self) -> tuple:
         return (self.type, self.dtype, self.device, self.shape, self.stride, self.requires_grad)
 
     def __str__(self) -> str:
         dt = str(self.dtype).replace("torch.", "")
-        return (f"{self.type.__name__}({dt}, {self.device}, shape={list(self.shape)}, "
-                f"stride={list(self.stride)}, requires_grad={self.requires_grad})")
+        shape, stride = ", ".join(map(str, self.shape)), ", ".join(map(str, self.stride))
+        return (f"{self.type.__name__}({dt}, {self.device}, shape=[{shape}], "
+                f"stride=[{stride}], requires_grad={self.requires_grad})")
+
+
+def _entries(values) -> tuple:
+    return tuple(v if isinstance(v, int) else str(v.node.expr) if not v.node.expr.is_number else int(v)
+                 for v in values)
+
+
+def _dims_match(actual: tuple, expected: tuple) -> bool:
+    """Equal, except that a symbolic entry (a str such as 's0') matches any value."""
+    if actual == expected:
+        return True
+    return len(actual) == len(expected) and all(type(e) is str or a == e for a, e in zip(actual, expected))
 
 
 def tensor_match(t: Any, meta: TensorMeta) -> bool:
     return (type(t) is meta.type and t.dtype == meta.dtype and t.device == meta.device
-            and t.shape == meta.shape and t.stride() == meta.stride and t.requires_grad == meta.requires_grad)
+            and _dims_match(tuple(t.shape), meta.shape) and _dims_match(t.stride(), meta.stride)
+            and t.requires_grad == meta.requires_grad)
 
 
 def no_aliasing(*tensors) -> bool:
@@ -124,7 +143,8 @@ class GuardManager:
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
-                                        "___default_dtype": torch.get_default_dtype, "sys": sys}
+                                        "___default_dtype": torch.get_default_dtype, "sys": sys,
+                                        "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)
@@ -157,6 +177,8 @@ class GuardManager:
             return f"___default_dtype() is {v}"
         if g.kind == "BUILTIN_NOT_SHADOWED":
             return f"{v} not in G"
+        if g.kind == "SHAPE_ENV":  # a relation over sizes and int arguments, e.g. 2 <= L['x'].size()[0]
+            return g.expected
         if g.kind == "NO_TENSOR_ALIASING":
             return f"___no_aliasing({', '.join([s] + [o.name() for o in g.extra])})"
         raise AssertionError(g.kind)
@@ -168,6 +190,18 @@ class GuardManager:
             lines.append("            return False")
         lines += ["    except Exception:", "        return False", "    return True"]
         return "\n".join(lines)
+
+    def check_kinds(self, f_locals: dict, f_globals: dict, kinds: tuple) -> bool:
+        """Do the guards of these kinds hold (the others are not looked at)?"""
+        scope = dict(self.closure, L=f_locals, G=f_globals)
+        for g, e in zip(self.guards, self.exprs):
+            if g.kind in kinds:
+                try:
+                    if not eval(e, scope):
+                        return False
+                except Exception:  # noqa: BLE001 - a guard that raises has failed
+                    return False
+        return True
 
     def first_failure(self, f_locals: dict, f_globals: dict) -> str | None:
         """Why ``check`` failed, in words: the first failing guard, expected vs actual."""

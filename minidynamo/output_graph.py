@@ -8,6 +8,7 @@ return value.  Mirrors ``torch/_dynamo/output_graph.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 import time
@@ -18,8 +19,9 @@ from typing import Any, Callable
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-from . import config
+from . import config, dynamic_shapes
 from .exc import unimplemented
 from .guards import Guard, TensorMeta
 from .side_effects import SideEffects
@@ -50,6 +52,17 @@ _INPLACE_OPERATORS = {getattr(operator, n) for n in dir(operator) if n.startswit
                       and n not in ("index", "is_", "is_not", "invert")}
 
 
+def is_module_attribute(output, source: Source) -> bool:
+    """Is ``source`` an attribute of an ``nn.Module`` (a buffer or parameter: kept static)?"""
+    from .source import AttrSource
+    if not isinstance(source, AttrSource):
+        return False
+    try:
+        return isinstance(source.base.get_value(output.f_locals, output.f_globals), torch.nn.Module)
+    except Exception:  # noqa: BLE001
+        return False
+
+
 class OutputGraph:
     def __init__(self, f_code: types.CodeType, f_globals: dict, f_locals: dict, compiler_fn: Callable,
                  export_name: str):
@@ -59,7 +72,17 @@ class OutputGraph:
         self.compiler_fn = compiler_fn
         self.graph = torch.fx.Graph()
         self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
-        self.fake_mode = FakeTensorMode()
+        # [Note: one ShapeEnv per translation] Symbols, their ranges and the guards on them belong to this frame's
+        # trace.  Without dynamic inputs it holds nothing and every fake tensor is static (dynamic_shapes.py).
+        self.shape_env = ShapeEnv()
+        self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        self.symbolic_inputs: list[tuple[Source, Any]] = []  # every fakified input, for ShapeEnv.produce_guards
+        self.marked_symbols: list[tuple[str, Any]] = []  # mark_dynamic dims: (name, symbol)
+        self.input_fakes: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.int_symbols: list[tuple[str, Any]] = []  # int arguments traced as symbols: (name, symbol)
+        self.shape_guard_frames: list[tuple[Any, traceback.FrameSummary | None]] = []
+        self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
+        self.ctx = None
         self.grad_enabled = torch.is_grad_enabled()
         self.graph_inputs: list[tuple[Source, torch.Tensor, torch.fx.Proxy]] = []
         self.source_cache: dict[str, VariableTracker] = {}
@@ -81,12 +104,26 @@ class OutputGraph:
         tx = self.current_tx
         return tx.frame_summary() if tx is not None else None
 
+    def stamp_shape_guards(self) -> None:
+        """Remember the user line of each guard the ShapeEnv recorded since the last look (for show_guards)."""
+        new = self.shape_env.guards[len(self.shape_guard_frames):]
+        self.shape_guard_frames += [(g, self.user_frame()) for g in new]
+
     def guard_list(self) -> list[Guard]:
-        guards = list(self.guards.values())
-        tensors = [s for s, _, _ in self.graph_inputs]
+        self.stamp_shape_guards()
+        guards = [self.refreshed_tensor_match(g) for g in self.guards.values()] + dynamic_shapes.symbolic_guards(self)
+        tensors = [s for s, v, _ in self.graph_inputs if isinstance(v, torch.Tensor)]
         if len(tensors) > 1:
             guards.append(Guard("NO_TENSOR_ALIASING", tensors[0], None, None, tuple(tensors[1:])))
         return guards
+
+    def refreshed_tensor_match(self, g: Guard) -> Guard:
+        """TENSOR_MATCH reads sizes after tracing: a symbol the trace specialised (``range(s0)`` made ``s0 == 5``)
+        is a plain number by now, which TENSOR_MATCH checks (``produce_guards`` leaves static sizes to it)."""
+        if g.kind != "TENSOR_MATCH" or g.source.name() not in self.input_fakes:
+            return g
+        value, fake = self.input_fakes[g.source.name()]
+        return dataclasses.replace(g, expected=TensorMeta.of(value, fake))
 
     # --- graph construction --------------------------------------------------------------------------------
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Proxy:
@@ -104,7 +141,42 @@ class OutputGraph:
             self.add_guard("ID_MATCH", source, None)  # replaced below: alias guard
             self.guards.pop(("ID_MATCH", source.name(), ()), None)
             return existing
-        self.add_guard("TENSOR_MATCH", source, TensorMeta.of(value))
+        fake = self.fakify(source, value)
+        self.input_fakes[source.name()] = (value, fake)
+        self.add_guard("TENSOR_MATCH", source, TensorMeta.of(value, fake))
+        proxy = self.new_placeholder(source, value, fake)
+        var = TensorVariable(proxy, fake, source=source)
+        self.tensor_by_id[id(value)] = var
+        return var
+
+    def fakify(self, source: Source, value: torch.Tensor) -> torch.Tensor:
+        """The fake tensor standing for ``value``: sizes that are dynamic become fresh ShapeEnv symbols."""
+        is_state = isinstance(value, torch.nn.Parameter) or is_module_attribute(self, source)
+        dynamic = dynamic_shapes.dynamic_dims_for_tensor(self, source, value, is_state)
+        marked = getattr(value, "_minidynamo_dynamic_dims", set())
+        fake = self.fake_mode.from_tensor(value, source=dynamic_shapes.ShapeGuardSource(source.name()),
+                                          symbolic_context=dynamic_shapes.symbolic_context(value, dynamic))
+        for d, size in enumerate(fake.shape):
+            if dynamic_shapes.is_symbolic(size):
+                self.symbol_frames.setdefault(size.node.expr, self.user_frame())
+                if d in marked:
+                    self.marked_symbols.append((f"{source.name()}.size()[{d}]", size.node.expr))
+        self.symbolic_inputs.append((source, fake))
+        return fake
+
+    def add_symint_input(self, tx, source: Source, value: int):
+        """An int argument traced as a symbol: a placeholder whose example value is a SymInt."""
+        from .variables.sym_node import SymNodeVariable
+        guard_source = dynamic_shapes.ShapeGuardSource(source.name())
+        sym = self.shape_env.create_symbol(value, guard_source, dynamic_dim=DimDynamic.DYNAMIC)
+        sym_int = self.shape_env.create_symintnode(sym, hint=value, source=guard_source)
+        self.symbol_frames.setdefault(sym, self.user_frame())
+        self.int_symbols.append((source.name(), sym))
+        self.symbolic_inputs.append((source, sym_int))
+        self.add_guard("TYPE_MATCH", source, int)
+        return SymNodeVariable(self.new_placeholder(source, value, sym_int), sym_int, source=source)
+
+    def new_placeholder(self, source: Source, value: Any, fake: Any) -> torch.fx.Proxy:
         name = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_")
         first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
         if first_op is not None:
@@ -112,14 +184,11 @@ class OutputGraph:
                 node = self.graph.placeholder(name)
         else:
             node = self.graph.placeholder(name)
-        proxy = torch.fx.Proxy(node, self.tracer)
-        fake = self.fake_mode.from_tensor(value)
         node.meta["example_value"] = fake
         node.meta["source"] = source.name()
-        var = TensorVariable(proxy, fake, source=source)
+        proxy = torch.fx.Proxy(node, self.tracer)
         self.graph_inputs.append((source, value, proxy))
-        self.tensor_by_id[id(value)] = var
-        return var
+        return proxy
 
     def remove_node_if_pure(self, node: torch.fx.Node) -> None:
         if not node.users and not is_impure(node):
@@ -155,7 +224,7 @@ class OutputGraph:
             if node.op in ("call_function", "call_method") and not node.users and not is_impure(node):
                 self.graph.erase_node(node)
 
-    def compile_subgraph(self, outputs: list[TensorVariable]) -> tuple[str | None, list[Source]]:
+    def compile_subgraph(self, outputs: list[VariableTracker]) -> tuple[str | None, list[Source]]:
         """Finish the graph with ``outputs``, compile it, install it; returns (global name, input sources)."""
         self.graph.output(tuple(o.as_proxy().node for o in outputs))
         self.dead_code_elimination()

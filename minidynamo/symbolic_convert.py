@@ -157,6 +157,7 @@ class InstructionTranslatorBase:
             if handler is None:
                 unimplemented(f"opcode {inst.opname} is not supported", "rewrite this line with simpler Python")
             handler(inst)
+            self.output.stamp_shape_guards()  # guards on symbolic sizes remember this line
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = self.user_stack()

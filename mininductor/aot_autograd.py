@@ -507,4 +507,7 @@ def nop(gm: torch.fx.GraphModule, _example_inputs: list) -> Callable:
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """A backend (``backend="aot_eager"``): AOTAutograd's graphs, run eagerly -- to debug everything but codegen."""
+    from .specialize import PerShapeCompiled, is_symbolic_graph
+    if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: traced static per shape (specialize.py)
+        return PerShapeCompiled(gm, aot_eager)
     return aot_module(gm, example_inputs, fw_compiler=nop, bw_compiler=nop)

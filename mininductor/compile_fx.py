@@ -28,6 +28,7 @@ from .decomposition import select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, load_module
 from .scheduler import Scheduler
+from .specialize import PerShapeCompiled, is_symbolic_graph
 from .virtualized import V
 
 
@@ -121,6 +122,8 @@ def _plain_containers(value):
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
                options: dict | None = None) -> Callable:
     """A ``torch.compile`` backend: ``compile_fx(gm, example_inputs)(*example_inputs) == gm(*example_inputs)``."""
+    if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: a static compile per shape (specialize.py)
+        return PerShapeCompiled(gm, lambda g, inputs: compile_fx(g, inputs, mode=mode, options=options))
     changes = dict(options or {})
     if mode is not None:
         changes["mode"] = mode

@@ -12,6 +12,8 @@ generated_kernel_count: int = 0
 fallback_count: int = 0
 extern_call_count: int = 0
 num_bytes_accessed: int = 0
+# Static compiles made for a symbolic-size graph, one per concrete shape met (specialize.py).
+specialisations: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -19,7 +21,7 @@ fusion_rejections: list = []
 
 def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
-    global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed
-    generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = 0
+    global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
+    generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
     fallback_ops.clear()
     fusion_rejections.clear()

@@ -10,6 +10,7 @@ from .lists import (ListIteratorVariable, ListVariable, NamedTupleVariable, Rang
                     SliceVariable, TupleVariable)
 from .misc import PythonModuleVariable
 from .nn_module import NNModuleVariable
+from .sym_node import SymNodeVariable
 from .tensor import TensorVariable
 from .torch import TorchVariable
 from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable

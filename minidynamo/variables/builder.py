@@ -1,7 +1,8 @@
 """VariableBuilder: turn a real Python value read from the frame (with its ``Source``) into a tracker + guards.
 
 This is where guards are born: a tensor input gets TENSOR_MATCH and becomes a graph placeholder; an int gets
-EQUALS_MATCH and is folded as a constant; a function, module or class gets ID_MATCH; a list gets TYPE_MATCH and
+EQUALS_MATCH and is folded as a constant (or, once its value has changed, becomes a symbolic int
+input: ``dynamic_shapes.py``); a function, module or class gets ID_MATCH; a list gets TYPE_MATCH and
 LIST_LENGTH and its items are wrapped one by one.  Mirrors ``VariableBuilder`` in
 ``torch/_dynamo/variables/builder.py``.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..dynamic_shapes import int_is_dynamic
 from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
@@ -65,6 +67,8 @@ class VariableBuilder:
         src = self.source
         if isinstance(value, torch.Tensor):
             return self.tx.output.add_graph_input(self.tx, src, value)
+        if type(value) is int and int_is_dynamic(self.tx.output, src, value):
+            return self.tx.output.add_symint_input(self.tx, src, value)  # see dynamic_shapes.py
         if is_constant_value(value) and not isinstance(value, enum.Enum):
             self.guard("EQUALS_MATCH", value)
             return ConstantVariable(value, source=src)
@@ -115,7 +119,8 @@ class VariableBuilder:
             self.guard("CLOSURE_MATCH", unwrapped.__code__ if unwrapped is value else value)
             return UserFunctionVariable(unwrapped, source=src)
         if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-            self.guard("ID_MATCH", value.__func__)
+            # a bound method is a fresh object on every attribute read: guard the function it binds, not it
+            self.tx.output.add_guard("ID_MATCH", AttrSource(src, "__func__"), value.__func__)
             from .functions import UserMethodVariable
             obj = VariableBuilder(self.tx, AttrSource(src, "__self__"))(value.__self__)
             return UserMethodVariable(value.__func__, obj, source=src)

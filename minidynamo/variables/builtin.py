@@ -14,11 +14,14 @@ import math
 import operator
 from typing import Any, Callable
 
+import torch
+
 from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
 from .dicts import DictVariable, SetVariable, const_key
 from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
+from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
 from .tensor import TensorVariable, call_graph_op
 
 UNTRACEABLE = {print: "`print` writes to stdout (a side effect the graph cannot hold)",
@@ -52,11 +55,20 @@ def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
     return ConstantVariable(any(identical_or_equal(tx, i, x) for i in items))
 
 
+def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
+    """Arithmetic or a comparison with a symbolic int among numbers: one more node in the graph (sym_node.py)."""
+    if any(isinstance(a, SymNodeVariable) for a in args) and all(is_numeric(a) for a in args):
+        return call_graph_op(tx, "call_function", OUT_OF_PLACE.get(op, op), args, {})
+    return None
+
+
 def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         result = call_graph_op(tx, "call_function", op, [a, b], {})
         if op.__name__.startswith("i") and isinstance(a, TensorVariable) and op is not operator.is_:
             return a  # x += y mutates x and returns it
+        return result
+    if (result := sym_op(tx, op, [a, b])) is not None:
         return result
     if a.is_python_constant() and b.is_python_constant() and not isinstance(a, ListVariable):
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
@@ -80,6 +92,8 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
 def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_graph_op(tx, "call_function", op, [a, b], {})
+    if (result := sym_op(tx, op, [a, b])) is not None:
+        return result
     try:
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
     except NotConstant:
@@ -251,6 +265,9 @@ class BuiltinVariable(VariableTracker):
 
     def _minmax(self, tx, args, pick):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if any(isinstance(i, SymNodeVariable) for i in items) and all(is_numeric(i) for i in items):
+            sym_pick = torch.sym_min if pick is min else torch.sym_max
+            return functools.reduce(lambda x, y: call_graph_op(tx, "call_function", sym_pick, [x, y], {}), items)
         if all(i.is_python_constant() for i in items):
             return ConstantVariable(pick(i.as_python_constant() for i in items))
         unimplemented(f"{pick.__name__}() over tensors compares values", f"use torch.{pick.__name__}imum or torch.{pick.__name__}")
@@ -279,6 +296,8 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(False if x is None else x.truth(tx))
 
     def _numeric(self, tx, x):
+        if isinstance(x, SymNodeVariable) and self.fn is int and x.python_type() is int:
+            return x  # int(s0) is s0
         if isinstance(x, TensorVariable):
             x.call_method(tx, f"__{self.fn.__name__}__", [], {})
         return None
@@ -403,7 +422,7 @@ ITERTOOLS_HANDLERS: dict[type, Callable] = {
 
 
 def unary_op(tx, op: Callable, a: VariableTracker) -> VariableTracker:
-    if isinstance(a, TensorVariable):
+    if isinstance(a, (TensorVariable, SymNodeVariable)):
         return call_graph_op(tx, "call_function", op, [a], {})
     if a.is_python_constant():
         return fold(tx, op, [a.as_python_constant()], {})

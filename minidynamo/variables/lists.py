@@ -161,7 +161,7 @@ class ListVariable(BaseListVariable):
 
 
 class SizeVariable(TupleVariable):
-    """``tensor.shape``: a tuple of ints (sizes are static in this stage)."""
+    """``tensor.shape``: a tuple of ints and, for dynamic dimensions, ``SymNodeVariable``s."""
 
     container = torch.Size
 
@@ -173,10 +173,11 @@ class SizeVariable(TupleVariable):
 
     def call_method(self, tx, name, args, kwargs):
         if name == "numel":
-            n = 1
+            from .builtin import binary_op
+            n = ConstantVariable(1)
             for i in self.items:
-                n *= i.as_python_constant()
-            return ConstantVariable(n)
+                n = binary_op(tx, operator.mul, n, i)  # stays symbolic when a size is
+            return n
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen):

@@ -13,8 +13,10 @@ from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 from torch.utils._pytree import tree_map
 
+from ..dynamic_shapes import concrete, is_symbolic
 from ..exc import unimplemented
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
@@ -77,8 +79,7 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx, name):
         ev = self.example_value
         if name == "shape":
-            from .lists import SizeVariable
-            return SizeVariable([ConstantVariable(int(s)) for s in ev.shape])
+            return self._constant_method(tx, "size", [], {})
         if name in CONSTANT_ATTRS:
             value = getattr(ev, name)
             return ConstantVariable(value() if callable(value) else value)
@@ -114,13 +115,16 @@ class TensorVariable(VariableTracker):
         return result
 
     def _constant_method(self, tx, name, args, kwargs):
-        a = [x.as_python_constant() for x in args]
-        k = {n: v.as_python_constant() for n, v in kwargs.items()}
         if name == "__len__":
             if self.example_value.dim() == 0:
                 unimplemented("len() of a 0-d tensor")
-            return ConstantVariable(self.example_value.shape[0])
+            name, args = "size", [ConstantVariable(0)]
+        a = [x.as_python_constant() for x in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
         value = getattr(self.example_value, name)(*a, **k)
+        if is_symbolic(value):  # a symbolic size: it stays a node of the graph (sym_node.py)
+            return call_graph_op(tx, "call_method", name, [self, *args], kwargs)
+        value = concrete(value)
         if isinstance(value, torch.Size):
             from .lists import SizeVariable
             return SizeVariable([ConstantVariable(int(s)) for s in value])
@@ -151,9 +155,10 @@ def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
     try:
         with output.fake_mode, torch.set_grad_enabled(output.grad_enabled):
             if kind == "call_method":
-                return getattr(args[0], target)(*args[1:], **kwargs)
-            return target(*args, **kwargs)
-    except (DataDependentOutputException, DynamicOutputShapeException) as e:
+                result = getattr(args[0], target)(*args[1:], **kwargs)
+            else:
+                result = target(*args, **kwargs)
+    except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
         what = getattr(target, "__name__", target)
         unimplemented(f"data-dependent output shape: `{what}` returns a shape that depends on tensor values ({e})",
                       "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead of "
@@ -162,6 +167,33 @@ def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
         what = getattr(target, "__name__", target)
         unimplemented(f"`{what}` failed on fake tensors: {type(e).__name__}: {str(e).splitlines()[0][:200]}",
                       "if eager raises the same error, fix the program; otherwise this op is not supported yet")
+    if free_unbacked_symbols(result):
+        # With a ShapeEnv, fake nonzero()/x[mask] return a size 'u0' known only at run time.  We keep those
+        # data-dependent ops as graph breaks (upstream's default, capture_dynamic_output_shape_ops=False).
+        what = getattr(target, "__name__", target)
+        unimplemented(f"data-dependent output shape: `{what}` returns a shape that depends on tensor values",
+                      "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead of "
+                      "boolean indexing / nonzero")
+    return result
+
+
+def _item_proxy(proxy: torch.fx.Proxy, i: int) -> torch.fx.Proxy:
+    item = proxy[i]
+    for key in ("stack_trace", "user_frame"):  # the user line that read the size, for the printed graph
+        if key in proxy.node.meta:
+            item.node.meta[key] = proxy.node.meta[key]
+    return item
+
+
+def wrap_symbolic(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
+    """A node whose value is a symbolic int (or a size/tuple holding some): items become SymNodeVariables."""
+    from .lists import SizeVariable, TupleVariable
+    from .sym_node import wrap_sym
+    if isinstance(example, (torch.Size, tuple, list)):
+        proxy.node.meta["example_value"] = example
+        items = [wrap_sym(_item_proxy(proxy, i), v) for i, v in enumerate(example)]
+        return SizeVariable(items) if isinstance(example, torch.Size) else TupleVariable(items)
+    return wrap_sym(proxy, example)
 
 
 def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
@@ -171,6 +203,8 @@ def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
     if isinstance(example, torch.Tensor):
         proxy.node.meta["example_value"] = example
         return TensorVariable(proxy, example)
+    if is_symbolic(example):
+        return wrap_symbolic(tx, proxy, example)
     if isinstance(example, (tuple, list)) and any(isinstance(e, torch.Tensor) for e in example):
         proxy.node.meta["example_value"] = example
         items = [wrap_fx_result(tx, proxy[i], e) for i, e in enumerate(example)]
@@ -181,6 +215,7 @@ def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
         return NamedTupleVariable(items, type(example))
     # A Python value: the node computed nothing the graph needs.
     tx.output.remove_node_if_pure(proxy.node)
+    example = concrete(example)
     if isinstance(example, torch.Size):
         return SizeVariable([ConstantVariable(int(s)) for s in example])
     from .builder import wrap_constant_result

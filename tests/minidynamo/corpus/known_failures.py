@@ -15,10 +15,4 @@ KNOWN_FAILURES: dict[str, str] = {
         "(one graph per value: no automatic dynamic ints) where real Dynamo makes it a SymInt input",
     # nn.Module features
     "test_program[modules.forward_hooks_on_submodule]": "modules with forward (pre-)hooks: graph break",
-    # guards
-    "test_program[functions.no_grad_decorated_helper]":
-        "recompiles on every call: ID_MATCH guard on a @torch.no_grad() helper's closure cell, whose "
-        "content is a fresh bound method each time",
-    "test_guard_scenario[automatic_dynamic_shapes]": "no automatic dynamic shapes: one graph per size",
-    "test_guard_scenario[automatic_dynamic_ints]": "no automatic dynamic ints: one graph per int value",
 }

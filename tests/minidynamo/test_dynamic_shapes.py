@@ -1,0 +1,223 @@
+"""Dynamic shapes in the translator: symbolic sizes, automatic dynamic, mark_dynamic/mark_static, shape guards.
+
+Every test compares with eager and counts frames (graphs compiled), recompiles and fallbacks.
+Budget: ~15 s on 2 cores (the MoE measurement is in ``test_dynamic_moe`` below and takes most of it).
+"""
+import collections
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo import config, counters
+from minidynamo.exc import ConstraintViolationError
+from minidynamo.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    minidynamo.reset()
+    monkeypatch.setattr(config, "raise_internal_errors", True)
+    yield
+    minidynamo.reset()
+
+
+def run_sizes(fn, sizes, make, **kw):
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt, **kw)
+    for n in sizes:
+        args = make(n)
+        torch.testing.assert_close(compiled(*args), fn(*args))
+    return cnt, compiled
+
+
+def _scale_by_batch(x):
+    return x.reshape(-1) * x.shape[0] + x.size(0) - len(x) + x.numel()
+
+
+def test_batch_sizes_2_to_9_compile_at_most_twice_by_default():
+    cnt, _ = run_sizes(_scale_by_batch, range(2, 10), lambda n: (torch.randn(n, 3),))
+    assert cnt.frame_count == 2
+    assert counters["recompiles"]["total"] == 1
+    assert counters["automatic_dynamic"]["L['x'].size()[0]"] == 1
+    assert not counters["eager_fallback"]
+
+
+def test_batch_sizes_2_to_9_compile_once_with_dynamic_true():
+    cnt, _ = run_sizes(_scale_by_batch, range(2, 10), lambda n: (torch.randn(n, 3),), dynamic=True)
+    assert cnt.frame_count == 1
+    assert counters["recompiles"]["total"] == 0
+    # the size arithmetic is in the graph, not a constant
+    targets = {str(n.target) for n in cnt.graphs[0].graph.nodes}
+    assert "size" in targets or "numel" in targets
+
+
+def test_dynamic_false_specialises_every_size():
+    cnt, _ = run_sizes(_scale_by_batch, range(2, 6), lambda n: (torch.randn(n, 3),), dynamic=False)
+    assert cnt.frame_count == 4
+
+
+def _ops(x, w):
+    b = x.shape[0]
+    h = (x @ w).relu()                       # matmul [b, 4] @ [4, 5]
+    v = h.view(b, 5, 1).transpose(0, 1)      # view with a symbolic size
+    r = v.reshape(5, -1).sum(-1)             # reshape + reduction over the symbolic dim
+    m = h.mean(0) * b + h.amax(dim=1).sum()  # reductions; the size as a number
+    return r + m, torch.zeros(b, 2).sum() + b
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_reductions_views_reshapes_matmul_with_symbolic_sizes(dynamic):
+    w = torch.randn(4, 5)
+    cnt, _ = run_sizes(_ops, [3, 4, 7, 11], lambda n: (torch.randn(n, 4), w), dynamic=dynamic)
+    assert cnt.frame_count == (1 if dynamic else 2)
+
+
+def _branchy(x):
+    if x.shape[0] > 4:
+        return x.sum(0)
+    return x.mean(0)
+
+
+def test_branch_on_a_size_guards_the_relation_not_the_value():
+    cnt, compiled = run_sizes(_branchy, [3, 4, 2, 5, 6, 9], lambda n: (torch.randn(n, 2),), dynamic=True)
+    assert cnt.frame_count == 2  # one graph per side of the branch, not per size
+    text = minidynamo.show_guards(compiled)
+    assert "L['x'].size()[0] <= 4" in text and "5 <= L['x'].size()[0]" in text
+    assert "if x.shape[0] > 4:" in text  # the source line that created the guard
+
+
+def test_sizes_zero_and_one_stay_specialised():
+    cnt, compiled = run_sizes(_scale_by_batch, [3, 1, 4, 0, 5], lambda n: (torch.randn(n, 3),), dynamic=True)
+    assert cnt.frame_count == 3  # the symbolic graph (s0 >= 2), then size 1 and size 0 each get their own
+    assert "2 <= L['x'].size()[0]" in minidynamo.show_guards(compiled)
+
+
+def test_mark_dynamic_compiles_symbolic_from_the_first_call():
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_scale_by_batch, backend=cnt)
+    for n in (4, 5, 6):
+        x = torch.randn(n, 3)
+        minidynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), _scale_by_batch(x))
+    assert cnt.frame_count == 1
+
+
+def test_mark_dynamic_on_a_size_one_dimension_errors_as_upstream():
+    x = torch.randn(1, 3)
+    minidynamo.mark_dynamic(x, 0)
+    with pytest.raises(ConstraintViolationError, match="sizes 0 and 1"):
+        minidynamo.minicompile(_scale_by_batch, backend="eager")(x)
+
+
+def test_mark_dynamic_then_specialised_by_the_program_errors():
+    def f(x):
+        return x * 2 if x.shape[0] == 4 else x
+    x = torch.randn(4, 3)
+    minidynamo.mark_dynamic(x, 0)
+    with pytest.raises(ConstraintViolationError, match="specialised"):
+        minidynamo.minicompile(f, backend="eager")(x)
+
+
+def test_mark_static_wins_over_dynamic_true():
+    def make(n):
+        x = torch.randn(n, 3)
+        minidynamo.mark_static(x, 0)
+        return (x,)
+    cnt, _ = run_sizes(_scale_by_batch, [2, 3, 4], make, dynamic=True)
+    assert cnt.frame_count == 3
+
+
+def _scaled(x, n):
+    return x * n + n // 2
+
+
+def test_automatic_dynamic_ints_become_graph_inputs_and_are_logged(capsys, monkeypatch):
+    monkeypatch.setattr(config, "log_recompiles", True)
+    cnt, compiled = run_sizes(_scaled, [2, 3, 4, 5], lambda n: (torch.randn(3), n))
+    assert cnt.frame_count == 2
+    placeholders = [n for n in cnt.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert [p.meta["source"] for p in placeholders] == ["L['x']", "L['n']"]
+    assert "L['n'] changed 2 -> 3" in capsys.readouterr().out
+    assert any("now dynamic" in m for m in compiled._minidynamo_ctx.dynamic_log)
+
+
+def test_python_that_needs_a_value_specialises_with_a_guard():
+    def f(x):
+        out = x
+        for _ in range(x.shape[0]):  # range() needs an int: the size is specialised (s0 == n), and guarded
+            out = out + 1
+        return out
+    cnt, _ = run_sizes(f, [2, 3, 3, 2], lambda n: (torch.ones(n),), dynamic=True)
+    assert cnt.frame_count == 2
+
+
+def test_symbolic_int_crosses_a_graph_break():
+    def f(x):
+        n = x.shape[0] * 2
+        minidynamo.graph_break()
+        return x.sum() + n
+    cnt, _ = run_sizes(f, [2, 3, 4, 5], lambda n: (torch.randn(n),), dynamic=True)
+    assert cnt.frame_count == 2  # the graph before the break and the resume function's, each once
+    assert not counters["eager_fallback"]
+
+
+def test_data_dependent_shapes_still_break():
+    def f(x):
+        y = x[x > 0]
+        return y.sum() * x.shape[0]
+    run_sizes(f, [3, 4, 5], lambda n: (torch.randn(n),), dynamic=True)
+    assert sum(counters["graph_break"].values()) >= 1
+    assert not counters["eager_fallback"]
+
+
+def test_explain_shows_symbolic_guards():
+    out = minidynamo.explain(_branchy)(torch.randn(6, 2))
+    assert out.graph_count == 1
+    kinds = collections.Counter(g.kind for g in out.out_guards)
+    assert kinds["TENSOR_MATCH"] == 1 and kinds["SHAPE_ENV"] == 0  # explain is static by default, as upstream
+
+
+def test_show_guards_prints_readable_relations():
+    _, compiled = run_sizes(_branchy, [5, 6], lambda n: (torch.randn(n, 2),), dynamic=True)
+    text = minidynamo.show_guards(compiled)
+    assert "SHAPE_ENV" in text and "shape=[s" in text
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The tutorial MoE, unmodified: 50 calls with random batches (8..24 samples), so every expert sees a changing
+# number of tokens.  Without dynamic shapes each resume function of the expert loop recompiled per distinct
+# expert load until recompile_limit sent it back to eager.
+# --------------------------------------------------------------------------------------------------------------
+def _paths(entries):
+    """Cache entries grouped by their constant (EQUALS_MATCH) guards: one group per code path (expert index)."""
+    return collections.Counter(
+        tuple(sorted((g.name(), repr(g.expected)) for g in e.guards if g.kind == "EQUALS_MATCH")) for e in entries)
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_dynamic_moe_compiles_each_code_path_a_bounded_number_of_times(mode):
+    from minidynamo.examples.moe import make_moe
+    model = make_moe("tutorial", "small")
+    getattr(model, mode)()
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(model, backend=cnt)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        x = torch.randn(int(torch.randint(8, 25, (1,), generator=g)), 32, generator=g,
+                        requires_grad=mode == "train")
+        out, aux = compiled(x)
+        ref, ref_aux = model(x)
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(aux, ref_aux)
+        if mode == "train":
+            (out.sum() + aux).backward()
+    cache = compiled._ctx.cache
+    forward = next(v for k, v in cache.items() if k.co_name == "forward")
+    assert len(forward) <= 2  # static, then batch-dynamic
+    assert not counters["eager_fallback"], counters["eager_fallback"]  # in particular never "recompile_limit"
+    per_path = max(max(_paths(entries).values()) for entries in cache.values())
+    assert per_path < config.recompile_limit
+    # 47 cache entries (42 of them with a graph) on this input stream; dynamic=False needs a cache entry per
+    # (expert, token count) and falls back to eager at recompile_limit instead
+    assert cnt.frame_count <= sum(len(v) for v in cache.values()) <= 60
