@@ -119,6 +119,7 @@ def test_readme_demo_command_runs(tmp_path):
         MINICOMPILE_OUT=str(tmp_path),
         MINICOMPILE_CACHE_DIR=str(tmp_path / "cache"),
         MINICOMPILE_DEMO_QUICK="1",
+        CUDA_VISIBLE_DEVICES="",  # the CPU path, as in CI: the suite runs with TRITON_INTERPRET=1 set
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
     proc = subprocess.run(

@@ -315,7 +315,10 @@ def run_real_dynamo(prog, expected: Run) -> Counts:
     real = run_program(prog, torch.compile, backend=cnt)
     trusted = check_oracle(assert_same_run, real, expected, f"{prog.name}: REAL DYNAMO vs eager (the program is wrong?)")
     breaks = dict(torch._dynamo.utils.counters["graph_break"])
-    assert not breaks, f"{prog.name}: real Dynamo graph-breaks, move it to test_corpus_breaks.py: {breaks}"
+    if breaks and not torch.__version__.startswith(VALIDATED_TORCH):
+        trusted = False  # an older Dynamo (torch 2.11 on the GPU machine) breaks where the validated one does not
+    else:
+        assert not breaks, f"{prog.name}: real Dynamo graph-breaks, move it to test_corpus_breaks.py: {breaks}"
     torch._dynamo.reset()
     return dataclasses.replace(cnt.counts(), frames=dict(torch._dynamo.utils.counters["frames"]), trusted=trusted)
 
