@@ -65,9 +65,10 @@ def _dims_match(actual: tuple, expected: tuple) -> bool:
 
 
 def tensor_match(t: Any, meta: TensorMeta) -> bool:
-    return (type(t) is meta.type and t.dtype == meta.dtype and t.device == meta.device
-            and _dims_match(tuple(t.shape), meta.shape) and _dims_match(t.stride(), meta.stride)
-            and t.requires_grad == meta.requires_grad)
+    # The cheap reads first; torch.Size compares equal to a tuple, so no copy is made on the common path.
+    return (type(t) is meta.type and t.dtype is meta.dtype and t.requires_grad is meta.requires_grad
+            and (t.shape == meta.shape or _dims_match(tuple(t.shape), meta.shape))
+            and (t.stride() == meta.stride or _dims_match(t.stride(), meta.stride)) and t.device == meta.device)
 
 
 def no_aliasing(*tensors) -> bool:
@@ -150,10 +151,13 @@ class GuardManager:
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)
         self.check: Callable[[dict, dict], bool] = self.closure["___guard"]
 
-    def _expr(self, k: int, g: Guard) -> str:
+    def _expr(self, k: int, g: Guard, spell: Callable[[Source], str] | None = None) -> str:
+        """The guard as a Python expression; ``spell`` writes a source (by default: its full name)."""
         v = f"___v{k}"
         self.closure[v] = g.expected
-        s = g.source.name() if g.source else None
+        s = (spell or (lambda src: src.name()))(g.source) if g.source else None
+        if g.kind == "NO_TENSOR_ALIASING" and spell is not None:
+            return f"___no_aliasing({', '.join([s] + [spell(o) for o in g.extra])})"
         if g.kind == "TENSOR_MATCH":
             return f"___tensor_match({s}, {v})"
         if g.kind == "ID_MATCH":
@@ -184,9 +188,22 @@ class GuardManager:
         raise AssertionError(g.kind)
 
     def _render(self) -> str:
+        """The check function's source: cheap, discriminating guards first; shared source prefixes read once.
+
+        [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
+        so a failing check must fail fast.  Guards run shallow sources first and, at each depth, exact-value
+        guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH: the resume function of a loop over
+        experts has one entry per expert index, and ``L['expert_idx'] == 3`` decides before any weight is
+        looked at.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
+        into a local, just before the first guard that needs it (``nn.Module.__getattr__`` is slow).
+        """
         lines = ["def ___guard(L, G):", "    try:"]
-        for g, e in zip(self.guards, self.exprs):
-            lines.append(f"        if not ({e}):  # {g.kind}")
+        names: dict[str, str] = {}  # source name -> the local that holds it
+        uses = _prefix_uses(self.guards)
+        for k in sorted(range(len(self.guards)), key=lambda k: _guard_rank(self.guards[k])):
+            g = self.guards[k]
+            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines)) if g.source else self.exprs[k]
+            lines.append(f"        if not ({expr}):  # {g.kind}")
             lines.append("            return False")
         lines += ["    except Exception:", "        return False", "    return True"]
         return "\n".join(lines)
@@ -219,6 +236,61 @@ class GuardManager:
 
     def __str__(self) -> str:
         return "\n".join(str(g) for g in self.guards)
+
+
+_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS"}
+
+
+def _depth(source: Source | None) -> int:
+    depth = 0
+    while source is not None and hasattr(source, "base"):
+        source, depth = source.base, depth + 1
+    return depth
+
+
+def _guard_rank(g: Guard) -> tuple[int, int]:
+    """Sort key of a guard in the check function (see [Note: guard order and shared prefixes])."""
+    if g.source is None:
+        return (-1, 0)  # grad mode, default dtype: one call each
+    if g.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING"):
+        return (1 << 20, 0)  # relations between several inputs: after each input's own guards
+    return (_depth(g.source), 0 if g.kind in _EXACT_KINDS else 1)
+
+
+def _prefixes(source: Source) -> list[Source]:
+    out = []
+    while hasattr(source, "base"):
+        source = source.base
+        out.append(source)
+    return out
+
+
+def _prefix_uses(guards: list[Guard]) -> dict[str, int]:
+    """How many guards read each source prefix (only those read more than once are worth a local)."""
+    uses: dict[str, int] = {}
+    for g in guards:
+        for src in [g.source, *g.extra] if g.source else []:
+            for prefix in [src, *_prefixes(src)]:
+                uses[prefix.name()] = uses.get(prefix.name(), 0) + 1
+    return uses
+
+
+def _cse(source: Source, names: dict, uses: dict, lines: list[str]) -> str:
+    """Spell ``source`` using locals for shared prefixes, emitting each local's assignment once."""
+    full = source.name()
+    if full in names:
+        return names[full]
+    base = getattr(source, "base", None)
+    base_full = base.name() if base is not None else ""
+    if base is None or not full.startswith(base_full):  # L['x'], G['w'], getattr(...) forms: spelled out
+        text = full
+    else:
+        text = _cse(base, names, uses, lines) + full[len(base_full):]
+    if base is not None and uses.get(full, 0) > 1:
+        names[full] = f"___s{len(names)}"
+        lines.append(f"        {names[full]} = {text}")
+        return names[full]
+    return text
 
 
 def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
