@@ -95,7 +95,29 @@ def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     inst = next(i for i in bt.decode(code) if i.offset == offset)
     if inside_try_block(code, offset):
         return False  # an exception from the native instruction must reach the user's handler: run eagerly
+    if inside_inlined_comprehension(code, offset):
+        return False  # see inside_inlined_comprehension
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
+    """Is ``offset`` in the body of a 3.12 inlined comprehension (PEP 709)?
+
+    Such a body is covered by an exception-table entry whose handler restores the comprehension variable
+    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  Breaking there was seen to lose the list being built on
+    the GPU machine's 3.12 (a later ``torch.stack`` got an empty list), so such a frame runs eagerly until a
+    3.12 test environment is available here to debug it.  On 3.11 a comprehension is its own frame.
+    """
+    if not bt.PY312:
+        return False
+    instrs = bt.decode(code)
+    index = {i.offset: k for k, i in enumerate(instrs)}
+    for entry in dis.Bytecode(code).exception_entries:
+        k = index.get(entry.target)
+        if entry.start <= offset < entry.end and k is not None and \
+                [i.opname for i in instrs[k:k + 2]] == ["SWAP", "POP_TOP"]:
+            return True
+    return False
 
 
 def cells_movable(code: types.CodeType) -> bool:
