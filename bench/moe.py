@@ -131,6 +131,8 @@ def run_case(kind: str, batch: int, dtype: torch.dtype, train: bool, iters: int)
                 row["compile_s"] = round(time.perf_counter() - t0, 2)
                 row["max_abs_diff"] = (out.float() - expected.float()).abs().max().item()
                 row["forward_ms"] = round(cuda_median_ms(lambda: compiled(x), iters), 3)
+                # and again after the timed calls (which take the direct kernel-launch path)
+                row["max_abs_diff_after"] = (compiled(x)[0].float() - expected.float()).abs().max().item()
             if name.startswith("minicompile"):
                 row.update(minicompile_counts())
             if train and "reduce-overhead" not in name:

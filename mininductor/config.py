@@ -55,3 +55,6 @@ def patch(**changes):
     finally:
         for k, v in prior.items():
             setattr(module, k, v)
+
+# Launch compiled GPU kernels through their binary's launcher after the first call (see runtime.DirectLauncher).
+direct_launch: bool = os.environ.get("MINICOMPILE_DIRECT_LAUNCH", "1") != "0"

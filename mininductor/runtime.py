@@ -140,6 +140,7 @@ class KernelLauncher:
         self.hint = hint
         self.configs = self._candidate_configs()
         self.config = self.configs[0]
+        self._direct: DirectLauncher | None = None  # after the first GPU launch: see [Note: direct launch]
         # Like Inductor's reductions, GPU kernels with several candidate configs time them on the first call;
         # mode="max-autotune" also widens the pointwise candidates (see _candidate_configs).
         self.tuned = self.interpret or len(self.configs) == 1
@@ -182,25 +183,35 @@ class KernelLauncher:
         return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
                 {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
 
-    def _launch(self, cfg: dict, args) -> None:
+    def _grid(self, cfg: dict) -> tuple:
         grid = ((self.xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
         if self.kind == "tile":
             grid = grid + ((self.rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
+        return grid
+
+    def _launch(self, cfg: dict, args):
+        grid = self._grid(cfg)
         meta = dict(cfg)
         if self.interpret:
             meta.pop("num_warps", None)
             with interpreted_stdlib():
                 self.fn[grid](*args, **meta)
         else:
-            self.fn[grid](*args, **meta)
+            return self.fn[grid](*args, **meta)  # the compiled kernel (Triton 3.x returns it)
+        return None
 
     def run(self, *args) -> None:
         if self.xnumel == 0 or self.rnumel == 0:  # an empty tensor: nothing to compute
             return
+        if self._direct is not None and self._direct.matches(args):
+            self._direct.launch(args)
+            return
         if not self.tuned:
             self.config = self._autotune(args)
             self.tuned = True
-        self._launch(self.config, args)
+        kernel = self._launch(self.config, args)
+        if not self.interpret and config.direct_launch:
+            self._direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config))
 
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
@@ -214,6 +225,60 @@ class KernelLauncher:
             if ms < best_ms:
                 best, best_ms = cfg, ms
         return best
+
+
+class DirectLauncher:
+    """Launch an already compiled Triton kernel through its binary's launcher.
+
+    [Note: direct launch]  ``fn[grid](*args)`` goes through ``JITFunction.run``: bind the arguments, compute the
+    specialization key (which pointers are 16-byte aligned, which ints are 1 or divisible by 16), look the kernel up,
+    then call ``kernel.run``.  For a kernel of a static-shape graph everything but the pointers is the same on every
+    call, so after the first launch we keep the compiled kernel and call ``kernel.run`` ourselves -- as Inductor's
+    ``CachingAutotuner`` does -- as long as each tensor argument has the alignment the kernel was specialized for
+    (a misaligned view would need another specialization: that call takes the slow path).  On the MoE this halves
+    the host time of a launch (bench/overhead.py).
+    """
+
+    __slots__ = ("kernel", "grid", "constexprs", "aligned", "ints", "stream_of", "device")
+
+    @staticmethod
+    def make(fn, kernel, cfg: dict, args, grid: tuple) -> "DirectLauncher | None":
+        try:
+            from triton.runtime import driver
+            names = list(fn.arg_names)
+            constexprs = [cfg[name] for name in names[len(args):]]
+            if len(names) != len(args) + len(constexprs) or not all(
+                    hasattr(kernel, a) for a in ("run", "function", "packed_metadata", "launch_metadata")):
+                return None  # an unknown Triton: keep the general path
+            return DirectLauncher(kernel, grid, constexprs, args, driver.active)
+        except Exception:  # noqa: BLE001 - an optimisation only: any surprise keeps the general path
+            return None
+
+    def __init__(self, kernel, grid, constexprs, args, active_driver) -> None:
+        self.kernel = kernel
+        self.grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.constexprs = constexprs
+        self.aligned = [_aligned(a) for a in args]
+        self.ints = [a for a in args if not isinstance(a, torch.Tensor)]
+        self.device = active_driver.get_current_device()
+        self.stream_of = active_driver.get_current_stream
+
+    def matches(self, args) -> bool:
+        return [_aligned(a) for a in args] == self.aligned and \
+            [a for a in args if not isinstance(a, torch.Tensor)] == self.ints
+
+    def launch(self, args) -> None:
+        from triton import knobs
+        k, (g0, g1, g2) = self.kernel, self.grid
+        stream = self.stream_of(self.device)
+        enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        bound = (*args, *self.constexprs)
+        metadata = k.launch_metadata(self.grid, stream, *bound) if enter is not None or exit_ is not None else None
+        k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
+
+
+def _aligned(a) -> bool | None:
+    return a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor) else None
 
 
 def _bench(fn, reps: int = 10) -> float:
