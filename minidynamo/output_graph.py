@@ -25,7 +25,7 @@ from . import config, dynamic_shapes
 from .exc import unimplemented
 from .guards import Guard, TensorMeta
 from .side_effects import SideEffects
-from .source import ClosureCellSource, LocalSource, Source
+from .source import Source
 from .utils import counters, unique_id
 from .variables.base import VariableTracker
 from .variables.tensor import TensorVariable

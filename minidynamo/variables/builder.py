@@ -8,7 +8,6 @@ LIST_LENGTH and its items are wrapped one by one.  Mirrors ``VariableBuilder`` i
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import functools
 import enum

@@ -10,10 +10,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
-from typing import Any
 
 from ..exc import unimplemented
-from ..source import AttrSource, ClosureCellSource, DefaultsSource
+from ..source import ClosureCellSource, DefaultsSource
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .dicts import DictVariable

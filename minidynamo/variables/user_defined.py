@@ -17,7 +17,7 @@ import torch
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
-from .constant import ConstantVariable, is_constant_value
+from .constant import ConstantVariable
 
 
 def is_data_descriptor(static) -> bool:
@@ -146,7 +146,6 @@ class UserDefinedClassVariable(VariableTracker):
         cls = self.value
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             from .lists import NamedTupleVariable
-            from .functions import bind_args
             fields = list(cls._fields)
             defaults = getattr(cls, "_field_defaults", {})
             items = list(args) + [kwargs.get(f) for f in fields[len(args):]]

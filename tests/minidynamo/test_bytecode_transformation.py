@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 from bytecode import Bytecode, Instr
 
 from minidynamo import bytecode_transformation as bt
