@@ -29,7 +29,7 @@ from .output_graph import OutputGraph
 from .source import LocalSource
 from .exc import Unsupported, unimplemented
 from .resume_execution import (Continuation, GradModeExit, bind_closure, compiled_callee, copy_instruction,
-                               enter_record_function, forward_jump_name, make_resume_code)
+                               enter_autocast, enter_record_function, forward_jump_name, make_resume_code)
 from .utils import counters, unique_id
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker
@@ -295,16 +295,35 @@ class _Entered(VariableTracker):
         codegen.call(1)
 
 
+class _ReenteredAutocast(VariableTracker):
+    """An autocast block re-entered natively: ``enter_autocast(device, dtype, enabled, cache)`` returns its exit."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(enter_autocast, push_null=True)
+        codegen.load_const(self.ctx.device)
+        codegen.load_const_object(self.ctx.dtype)
+        codegen.load_const(self.ctx.enabled)
+        codegen.load_const(self.ctx.cache_enabled)
+        codegen.call(4)
+
+
 def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
     """Stack entries that only exist in the tracer become real objects the native code can use."""
     from .variables import NullVariable, WithExitFunctionVariable
-    from .variables.ctx_manager import GradModeVariable, RecordFunctionVariable
+    from .variables.ctx_manager import AutocastModeVariable, GradModeVariable, RecordFunctionVariable
     if isinstance(v, WithExitFunctionVariable):
         if isinstance(v.ctx, GradModeVariable):
             return _Loaded(GradModeExit(v.ctx.prev))
         if isinstance(v.ctx, RecordFunctionVariable):
             v.ctx.exit(tx)  # close the region inside this graph; re-open it natively
             return _Entered(v.ctx.name)
+        if isinstance(v.ctx, AutocastModeVariable):
+            v.ctx.exit(tx)  # exit the block inside this graph; re-enter it natively (its exit then runs natively)
+            return _ReenteredAutocast(v.ctx)
     return v
 
 

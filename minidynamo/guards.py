@@ -75,6 +75,37 @@ def no_aliasing(*tensors) -> bool:
     return len({id(t) for t in tensors}) == len(tensors)
 
 
+def autocast_state() -> tuple:
+    from .variables.ctx_manager import autocast_state as state
+    return state()
+
+
+def any_global_module_hooks() -> bool:
+    from .variables.nn_module import any_global_module_hooks as any_hooks
+    return any_hooks()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleSpec:
+    """What an NN_MODULE guard expects: the module's type and the ids of its forward (pre-)hooks, in order.
+
+    Each ``register_forward_hook`` gets a fresh id, so equal ids mean the same registrations: adding or removing
+    a hook fails the guard (a recompile), and the hooks themselves are guarded where they are read."""
+
+    type: type
+    pre_hooks: tuple = ()
+    hooks: tuple = ()
+
+    @staticmethod
+    def of(m: torch.nn.Module) -> "ModuleSpec":
+        return ModuleSpec(type(m), tuple(m._forward_pre_hooks), tuple(m._forward_hooks))
+
+    def __str__(self) -> str:
+        if not (self.pre_hooks or self.hooks):
+            return f"type is {self.type.__qualname__}, no hooks"
+        return f"type is {self.type.__qualname__}, pre-hooks {list(self.pre_hooks)}, hooks {list(self.hooks)}"
+
+
 @dataclasses.dataclass
 class Guard:
     """One condition.  ``kind`` uses upstream's names (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, ...)."""
@@ -97,7 +128,9 @@ class Guard:
         if self.kind == "TYPE_MATCH":
             return f"type is {self.expected.__qualname__}"
         if self.kind == "NN_MODULE":
-            return f"type is {self.expected.__qualname__}, no hooks"
+            return str(self.expected)
+        if self.kind == "NO_GLOBAL_MODULE_HOOKS":
+            return "no global module hooks"
         if self.kind == "CLOSURE_MATCH":
             return f"__code__ is {short_repr(self.expected)}" if isinstance(self.expected, types.CodeType) \
                 else f"is {short_repr(self.expected)}"
@@ -111,6 +144,8 @@ class Guard:
             return f"torch.is_grad_enabled() is {self.expected}"
         if self.kind == "DEFAULT_DTYPE":
             return f"torch.get_default_dtype() is {self.expected}"
+        if self.kind == "AUTOCAST":
+            return "autocast (enabled, dtype) for cpu, cuda == " + ", ".join(f"({e}, {d})" for e, d in self.expected)
         if self.kind == "BUILTIN_NOT_SHADOWED":
             return f"{self.expected!r} not in G"
         if self.kind == "NO_TENSOR_ALIASING":
@@ -145,6 +180,8 @@ class GuardManager:
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
                                         "___default_dtype": torch.get_default_dtype, "sys": sys,
+                                        "___global_module_hooks": any_global_module_hooks,
+                                        "___autocast_state": autocast_state,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
@@ -163,7 +200,14 @@ class GuardManager:
         if g.kind == "ID_MATCH":
             return f"{s} is {v}"
         if g.kind == "NN_MODULE":
-            return f"type({s}) is {v} and not ({s}._forward_hooks or {s}._forward_pre_hooks)"
+            spec: ModuleSpec = g.expected
+            self.closure[v] = spec.type
+            if not (spec.pre_hooks or spec.hooks):
+                return f"type({s}) is {v} and not ({s}._forward_hooks or {s}._forward_pre_hooks)"
+            self.closure[f"___p{k}"], self.closure[f"___h{k}"] = spec.pre_hooks, spec.hooks
+            return f"type({s}) is {v} and tuple({s}._forward_pre_hooks) == ___p{k} and tuple({s}._forward_hooks) == ___h{k}"
+        if g.kind == "NO_GLOBAL_MODULE_HOOKS":
+            return "not ___global_module_hooks()"
         if g.kind == "CLOSURE_MATCH":
             return f"getattr({s}, '__code__', None) is {v}" if isinstance(g.expected, types.CodeType) else f"{s} is {v}"
         if g.kind == "TYPE_MATCH":
@@ -179,6 +223,8 @@ class GuardManager:
             return f"___grad_enabled() is {v}"
         if g.kind == "DEFAULT_DTYPE":
             return f"___default_dtype() is {v}"
+        if g.kind == "AUTOCAST":
+            return f"___autocast_state() == {v}"
         if g.kind == "BUILTIN_NOT_SHADOWED":
             return f"{v} not in G"
         if g.kind == "SHAPE_ENV":  # a relation over sizes and int arguments, e.g. 2 <= L['x'].size()[0]

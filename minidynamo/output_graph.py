@@ -43,7 +43,8 @@ def is_impure(node: torch.fx.Node) -> bool:
         return node.op in ("placeholder", "output")
     if name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS:
         return True
-    if t in (operator.setitem, torch._C._set_grad_enabled) or "profiler" in str(t) or "out" in node.kwargs:
+    if t in (operator.setitem, torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast) \
+            or "profiler" in str(t) or "out" in node.kwargs:
         return True
     return any(r in name for r in RANDOM_OPS)
 
@@ -84,6 +85,8 @@ class OutputGraph:
         self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
         self.ctx = None
         self.grad_enabled = torch.is_grad_enabled()
+        from .variables.ctx_manager import autocast_state
+        self.autocast_state = autocast_state()  # see [Note: autocast state]
         self.graph_inputs: list[tuple[Source, torch.Tensor, torch.fx.Proxy]] = []
         self.source_cache: dict[str, VariableTracker] = {}
         self.tensor_by_id: dict[int, TensorVariable] = {}
@@ -94,6 +97,7 @@ class OutputGraph:
         self.current_tx = None
         self.add_guard("GRAD_MODE", None, self.grad_enabled)
         self.add_guard("DEFAULT_DTYPE", None, torch.get_default_dtype())
+        self.add_guard("AUTOCAST", None, self.autocast_state)
 
     # --- guards ---------------------------------------------------------------------------------------------
     def add_guard(self, kind: str, source: Source | None, expected: Any = None, extra: tuple = ()) -> None:

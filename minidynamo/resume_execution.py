@@ -60,6 +60,31 @@ def enter_record_function(name: str) -> "RecordFunctionExit":
     return RecordFunctionExit(rf)
 
 
+def enter_autocast(device: str, dtype, enabled: bool, cache_enabled: bool) -> "AutocastExit":
+    """Re-enter a ``torch.autocast`` block natively after a break (the graph before the break exited it)."""
+    mode = torch.amp._enter_autocast(device, dtype, enabled, cache_enabled)
+    return AutocastExit(mode)
+
+
+class AutocastExit:
+    """The ``__exit__`` of an autocast block re-entered natively after a graph break.
+
+    Like ``RecordFunctionExit``: only type-guarded in the resume function, and calling it is a graph break, so the
+    block is exited natively, by the same object that entered it (autocast keeps a nesting count and a cast cache).
+    """
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode) -> None:
+        self.mode = mode
+
+    def __call__(self, *exc_info):
+        torch.amp._exit_autocast(self.mode)
+        return False
+
+    __call__._minidynamo_disable = True
+
+
 class RecordFunctionExit:
     """The ``__exit__`` of a ``record_function`` region that was re-entered natively after a graph break.
 

@@ -75,7 +75,8 @@ class VariableBuilder:
             # [Note: module guards] Like upstream's inlined modules, a module is guarded by its type (and the
             # absence of hooks), not its identity: everything traced reads from it (parameters, flags such as
             # `training`, submodules) gets its own guard, so another instance of the same shape reuses the graph.
-            self.guard("NN_MODULE", type(value))
+            from ..guards import ModuleSpec
+            self.guard("NN_MODULE", ModuleSpec.of(value))
             return NNModuleVariable(value, source=src)
         if type(value) in (list, tuple) or isinstance(value, tuple) and hasattr(type(value), "_fields"):
             self.guard("TYPE_MATCH", type(value))

@@ -1,5 +1,6 @@
 """Context managers the graph understands: ``torch.no_grad``, ``torch.enable_grad``, ``torch.set_grad_enabled``,
-``torch.autograd.profiler.record_function`` / ``torch.profiler.record_function``.
+``torch.autograd.profiler.record_function`` / ``torch.profiler.record_function``, ``torch.autocast`` (also spelled
+``torch.amp.autocast``, ``torch.cpu.amp.autocast``, ``torch.cuda.amp.autocast``).
 
 Entering one changes the tracer's state *and* records the change in the graph, so the compiled graph does what
 eager did: ``no_grad`` becomes ``torch._C._set_grad_enabled(False)`` ... ``_set_grad_enabled(True)`` nodes, and a
@@ -94,6 +95,89 @@ class RecordFunctionVariable(ContextManagerVariable):
         return f"record_function({self.name!r})"
 
 
+# [Note: autocast state]  Autocast is global state that decides the dtype of ops such as matmul.  The tracer keeps
+# its own copy, ``tx.output.autocast_state`` (``autocast_state()`` when the frame started, which an AUTOCAST guard
+# pins), changes it on enter/exit, and runs fake tensors under it (``tracing_autocast``), so fake results have the
+# dtypes eager will produce.  The real global state is never changed while tracing.
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_state() -> tuple:
+    """``((enabled, dtype) for cpu, cuda)`` now: what the AUTOCAST guard compares."""
+    return tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
+
+
+class tracing_autocast:
+    """Run fake tensors (and state queries) under the tracer's autocast state; restores the real one after."""
+
+    def __init__(self, output):
+        self.state = output.autocast_state
+        self.saved = None
+
+    def __enter__(self):
+        now = autocast_state()
+        if now != self.state:
+            self.saved = now
+            _set_autocast_state(self.state)
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            _set_autocast_state(self.saved)
+
+
+def _set_autocast_state(state: tuple) -> None:
+    for device, (enabled, dtype) in zip(AUTOCAST_DEVICES, state):
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, dtype)
+
+
+class AutocastModeVariable(ContextManagerVariable):
+    """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``.
+
+    The arguments are resolved by building the real ``torch.autocast`` object at trace time (its constructor only
+    reads state: the default dtype, a warning and ``enabled=False`` for an unsupported dtype or device), so the
+    tracer applies exactly what eager would.  Entering records ``mode = torch.amp._enter_autocast(device, dtype,
+    enabled, cache_enabled)`` and exiting ``torch.amp._exit_autocast(mode)``, as upstream does: the graph changes
+    the global state when it runs, and a backend that retraces it (make_fx) sees the casts.
+    """
+
+    def __init__(self, device: str, dtype: torch.dtype, enabled: bool, cache_enabled: bool, **kw):
+        super().__init__(**kw)
+        self.device, self.dtype, self.enabled, self.cache_enabled = device, dtype, enabled, cache_enabled
+        self.mode = None  # the proxy of the enter node
+        self.prev: tuple | None = None
+
+    @staticmethod
+    def create(tx, cls: type, args, kwargs) -> "AutocastModeVariable":
+        if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
+            unimplemented("torch.autocast(...) with arguments that are not constants")
+        a = [v.as_python_constant() for v in args]
+        k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        with tracing_autocast(tx.output):  # the default dtype it reads is the traced one
+            real = cls(*a, **k)
+        if real.device not in AUTOCAST_DEVICES:
+            unimplemented(f"torch.autocast on device {real.device!r}", "only cpu and cuda autocast are traced")
+        return AutocastModeVariable(real.device, real.fast_dtype, bool(real._enabled), bool(real._cache_enabled))
+
+    def enter(self, tx):
+        out = tx.output
+        self.prev = out.autocast_state
+        self.mode = out.create_proxy("call_function", torch.amp._enter_autocast,
+                                     (self.device, self.dtype, self.enabled, self.cache_enabled), {})
+        i = AUTOCAST_DEVICES.index(self.device)
+        state = list(out.autocast_state)
+        state[i] = (self.enabled, self.dtype)
+        out.autocast_state = tuple(state)
+        return ConstantVariable(None)
+
+    def exit(self, tx):
+        tx.output.create_proxy("call_function", torch.amp._exit_autocast, (self.mode,), {})
+        tx.output.autocast_state = self.prev
+
+    def describe(self):
+        return f"torch.autocast({self.device!r}, dtype={self.dtype}, enabled={self.enabled})"
+
+
 class WithExitFunctionVariable(VariableTracker):
     """The ``__exit__`` pushed by BEFORE_WITH; the normal exit path calls it with (None, None, None)."""
 
@@ -127,6 +211,8 @@ class ContextManagerClassVariable(VariableTracker):
             return GradModeVariable.create(tx, True)
         if cls is torch.set_grad_enabled:
             return GradModeVariable.create(tx, args[0].as_python_constant(), initially_applied=True)
+        if cls in autocast_classes():
+            return AutocastModeVariable.create(tx, cls, args, kwargs)
         name = (args[0] if args else kwargs["name"]).as_python_constant()
         return RecordFunctionVariable(name)
 
@@ -137,7 +223,12 @@ def record_function_classes() -> tuple:
     return (torch.autograd.profiler.record_function, torch_profiler.record_function)
 
 
+def autocast_classes() -> tuple:
+    return (torch.autocast, torch.cpu.amp.autocast, torch.cuda.amp.autocast)
+
+
 def wrap_context_manager_class(value, source) -> VariableTracker | None:
-    if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled) or value in record_function_classes():
+    if value in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled) or value in record_function_classes() \
+            or value in autocast_classes():
         return ContextManagerClassVariable(value, source=source)
     return None

@@ -1,8 +1,8 @@
 """``nn.Module``s: attributes, parameters, submodules, containers, and calls that inline ``forward``.
 
-A module read from the frame is guarded by identity (NN_MODULE).  Its parameters and buffers become graph inputs
-(sources like ``L['self'].gate.weight``), plain attributes become guarded constants (``self.training``,
-``self.top_k``), and calling it inlines ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
+A module read from the frame is guarded by its type and forward-hook ids (NN_MODULE).  Its parameters and buffers
+become graph inputs (sources like ``L['self'].gate.weight``), plain attributes become guarded constants
+(``self.training``, ``self.top_k``), and calling it inlines its forward hooks and ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
 support indexing, ``len`` and iteration.  Mirrors ``torch/_dynamo/variables/nn_module.py`` (upstream today inlines
 builtin modules the same way, ``inline_inbuilt_nn_modules``).
 """
@@ -24,10 +24,30 @@ ITERATION_METHODS = {"parameters", "buffers", "children", "modules", "named_para
 
 
 def has_hooks(m: torch.nn.Module) -> bool:
-    from torch.nn.modules import module as mod_mod
+    """Does calling ``m`` do more than ``forward`` (its own hooks, or global module hooks)?"""
     return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or
-                getattr(m, "_backward_pre_hooks", None) or mod_mod._global_forward_hooks or
-                mod_mod._global_forward_pre_hooks or mod_mod._global_backward_hooks)
+                getattr(m, "_backward_pre_hooks", None) or any_global_module_hooks())
+
+
+def any_global_module_hooks() -> bool:
+    """``register_module_forward_hook`` & co.: hooks every module call runs (not traced: refused)."""
+    from torch.nn.modules import module as mod_mod
+    return bool(mod_mod._global_forward_hooks or mod_mod._global_forward_pre_hooks or
+                mod_mod._global_backward_hooks or getattr(mod_mod, "_global_backward_pre_hooks", None) or
+                getattr(mod_mod, "_global_forward_hooks_always_called", None))
+
+
+def unsupported_hooks(m: torch.nn.Module) -> str | None:
+    """Why ``nn.Module.__call__``'s hook logic cannot be inlined for ``m`` (None: it can)."""
+    if m._backward_hooks or getattr(m, "_backward_pre_hooks", None):
+        return "backward hooks"
+    if any_global_module_hooks():
+        return "global module hooks (torch.nn.modules.module.register_module_*_hook)"
+    if getattr(m, "_forward_pre_hooks_with_kwargs", None) or getattr(m, "_forward_hooks_with_kwargs", None):
+        return "forward hooks registered with with_kwargs=True"
+    if getattr(m, "_forward_hooks_always_called", None):
+        return "forward hooks registered with always_call=True"
+    return None
 
 
 class NNModuleVariable(VariableTracker):
@@ -77,10 +97,43 @@ class NNModuleVariable(VariableTracker):
         return lookup_class_attribute(tx, self, type(m), name, static)
 
     def call_function(self, tx, args, kwargs):
+        """``m(*args)``: inline ``nn.Module._call_impl``: forward pre-hooks, ``forward``, forward hooks.
+
+        [Note: module hooks]  A pre-hook ``hook(m, args)`` may return new args (a non-tuple becomes a 1-tuple); a
+        forward hook ``hook(m, args, out)`` may return a new output; ``None`` keeps them.  The hooks are read
+        from ``m._forward_pre_hooks[id]`` / ``m._forward_hooks[id]`` and inlined like any user function (guarded
+        through those sources).  The NN_MODULE guard checks the hook dicts' keys (each registration gets a new
+        id), so adding or removing a hook recompiles; a global-hooks guard makes registering a global module
+        hook recompile too, and then refuse.  Backward hooks, global hooks, ``with_kwargs`` and ``always_call``
+        hooks are refused (graph break).
+        """
         m = self.module
-        if has_hooks(m):
-            unimplemented(f"module {type(m).__name__} has hooks", "remove hooks, or call it outside")
-        forward = type(m).forward
+        tx.output.add_guard("NO_GLOBAL_MODULE_HOOKS", None, True)
+        why = unsupported_hooks(m)
+        if why is not None:
+            unimplemented(f"module {type(m).__name__} has {why}", "remove those hooks, or call it outside")
+        if (m._forward_pre_hooks or m._forward_hooks) and self.source is None:
+            unimplemented(f"hooks of a module built inside the compiled function ({self.describe()})")
+        for hook_id in m._forward_pre_hooks:
+            result = self._hook(tx, "_forward_pre_hooks", hook_id).call_function(
+                tx, [self, TupleVariable(list(args))], {})
+            if not (isinstance(result, ConstantVariable) and result.value is None):
+                args = result.items if isinstance(result, TupleVariable) else [result]
+        out = self._call_forward(tx, args, kwargs)
+        for hook_id in m._forward_hooks:
+            result = self._hook(tx, "_forward_hooks", hook_id).call_function(
+                tx, [self, TupleVariable(list(args)), out], {})
+            if not (isinstance(result, ConstantVariable) and result.value is None):
+                out = result
+        return out
+
+    def _hook(self, tx, store: str, hook_id: int) -> VariableTracker:
+        from .builder import VariableBuilder
+        hook = getattr(self.module, store)[hook_id]
+        return VariableBuilder(tx, GetItemSource(AttrSource(self.source, store), hook_id))(hook)
+
+    def _call_forward(self, tx, args, kwargs):
+        forward = type(self.module).forward
         from .functions import UserMethodVariable
         src = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
         return UserMethodVariable(forward, self, source=src).call_function(tx, args, kwargs)
@@ -122,8 +175,8 @@ class NNModuleVariable(VariableTracker):
         if name in ("parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
                     "named_children", "named_modules"):
             return self._iterate(tx, name, args, kwargs)
-        if name == "forward":
-            return self.call_function(tx, args, kwargs)
+        if name == "forward":  # m.forward(x) skips the hooks, as in eager
+            return self._call_forward(tx, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def _getitem(self, tx, index):

@@ -20,6 +20,7 @@ from ..dynamic_shapes import concrete, is_symbolic
 from ..exc import unimplemented
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
+from .ctx_manager import tracing_autocast
 
 # Attributes answered from the fake tensor's metadata (static in this stage, guarded by TENSOR_MATCH).
 CONSTANT_ATTRS = {"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "layout", "is_quantized",
@@ -153,7 +154,7 @@ def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> Varia
 def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
     output = tx.output
     try:
-        with output.fake_mode, torch.set_grad_enabled(output.grad_enabled):
+        with output.fake_mode, torch.set_grad_enabled(output.grad_enabled), tracing_autocast(output):
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
             else:

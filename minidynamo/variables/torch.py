@@ -24,13 +24,31 @@ NOT_IN_GRAPH = ("torch.nn.modules", "torch.utils", "torch.fx", "torch._dynamo", 
 CONSTANT_FUNCTIONS = {
     torch.is_grad_enabled, torch.get_default_dtype, torch.is_tensor, torch.is_floating_point, torch.is_complex,
     torch.cuda.is_available, torch.is_autocast_enabled, torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling,
-    torch.cuda.device_count, torch.is_inference_mode_enabled,
+    torch.cuda.device_count, torch.is_inference_mode_enabled, torch.get_autocast_dtype, torch.is_autocast_cache_enabled,
 }
+# Answered from the *tracer's* autocast state (inside a traced `with torch.autocast(...)` it differs from the real one;
+# the state at frame start is pinned by the AUTOCAST guard).  See [Note: autocast state].
+AUTOCAST_QUERIES = {torch.is_autocast_enabled, torch.get_autocast_dtype}
 COMPILING_TRUE = {torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling}
 UNSUPPORTED = {
     torch.manual_seed: "`torch.manual_seed` changes global RNG state",
     torch.set_grad_enabled: None,  # handled as a context manager / function in ctx_manager
 }
+# Functions that change global state: run while tracing they would change it once, at trace time, and the graph
+# would not change it at all.  Calling one is a graph break (it then runs natively, where eager ran it).
+_STATE_SETTERS = ("set_autocast_enabled", "set_autocast_dtype", "set_autocast_cache_enabled", "set_autocast_cpu_enabled",
+                  "set_autocast_cpu_dtype", "set_autocast_gpu_dtype", "set_autocast_ipu_enabled",
+                  "set_autocast_ipu_dtype", "set_autocast_xla_enabled", "set_autocast_xla_dtype",
+                  "autocast_increment_nesting", "autocast_decrement_nesting", "clear_autocast_cache",
+                  "set_default_dtype", "set_default_device", "set_default_tensor_type", "set_num_threads",
+                  "set_num_interop_threads", "set_float32_matmul_precision", "use_deterministic_algorithms",
+                  "set_deterministic_debug_mode", "set_flush_denormal", "set_rng_state", "seed", "set_anomaly_enabled",
+                  "set_printoptions", "set_warn_always")
+for _name in _STATE_SETTERS:
+    if hasattr(torch, _name):
+        UNSUPPORTED[getattr(torch, _name)] = f"`torch.{_name}` changes global state"
+UNSUPPORTED[torch.amp._enter_autocast] = UNSUPPORTED[torch.amp._exit_autocast] = \
+    "calling torch.amp._enter_autocast/_exit_autocast directly changes global autocast state"
 
 
 def is_torch_callable(value) -> bool:
@@ -86,6 +104,10 @@ class TorchVariable(VariableTracker):
             return ConstantVariable(True)
         if fn is torch.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)
+        if fn in AUTOCAST_QUERIES:
+            from .ctx_manager import tracing_autocast
+            with tracing_autocast(tx.output):
+                return ConstantVariable(fn(*[a.as_python_constant() for a in args]))
         if fn in (torch.is_tensor,):
             return ConstantVariable(isinstance(args[0], TensorVariable))
         if fn in (torch.is_floating_point, torch.is_complex) and isinstance(args[0], TensorVariable):

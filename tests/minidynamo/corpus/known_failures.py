@@ -7,12 +7,7 @@ test runs as a plain test); the oracle self-test ignores it too.  Keys are pytes
 
 KNOWN_FAILURES: dict[str, str] = {
     # Python constructs the translator refuses or breaks on (real Dynamo captures one graph)
-    "test_program[contexts.autocast_disabled_on_cpu]":
-        "`with torch.autocast(...)` is refused: inlining its __enter__ would run set_autocast_enabled at trace time "
-        "and leave no trace in the graph; needs an AutocastModeVariable with enter/exit graph nodes",
     "test_program[functions.closure_cell_mutated_across_calls]":
         "`nonlocal count; count += 1` in a compiled closure now gives eager's values, but `count` is specialised "
         "(one graph per value: no automatic dynamic ints) where real Dynamo makes it a SymInt input",
-    # nn.Module features
-    "test_program[modules.forward_hooks_on_submodule]": "modules with forward (pre-)hooks: graph break",
 }
