@@ -331,7 +331,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
     from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
     from .variables.functions import NestedUserFunctionVariable
-    from .variables.nn_module import has_hooks
+    from .variables.nn_module import any_global_module_hooks, has_hooks
     ctx = tx.output.ctx
     if getattr(getattr(v, "fn", None), "__module__", "").startswith("torch"):
         return v  # PyTorch's own Python code runs as it is
@@ -348,7 +348,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
         # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
         # cannot be bound by name, so a comprehension runs natively)
         return _Loaded(ctx, v, compiled_callee)
-    if isinstance(v, NNModuleVariable) and not has_hooks(v.module):
+    if isinstance(v, NNModuleVariable) and not has_hooks(v.module) and not any_global_module_hooks():
         return _Loaded(ctx.wrapped(type(v.module).forward), v, types.MethodType)
     return v
 

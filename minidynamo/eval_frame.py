@@ -27,6 +27,7 @@ from .convert_frame import CacheEntry, convert_frame
 from .exc import ConstraintViolationError, Unsupported
 from .resume_execution import Continuation
 from .utils import counters
+from .variables.nn_module import any_global_module_hooks
 
 _contexts: "weakref.WeakSet[CompileContext]" = weakref.WeakSet()
 
@@ -220,15 +221,32 @@ class OptimizedModule(torch.nn.Module):
         self._orig_mod = mod
         self._ctx = ctx
         self._compiled_forward = ctx.wrap(type(mod).forward)
+        self._compiled_call = ctx.wrap(_call_module)
+
+    def __call__(self, *args, **kwargs):
+        # Not nn.Module's __call__: hooks (the module's own and global ones) belong to the wrapped module and run
+        # once, inside (see forward); the wrapper itself must not run global hooks a second time.
+        return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        return self._compiled_forward(self._orig_mod, *args, **kwargs)
+        mod = self._orig_mod
+        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
+                any_global_module_hooks():
+            # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a
+            # frame that *calls* the module, so the translator inlines its hooks around ``forward``.
+            return self._compiled_call(mod, *args, **kwargs)
+        return self._compiled_forward(mod, *args, **kwargs)
 
     def __getattr__(self, name: str):
         try:
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
+
+
+def _call_module(mod, *args, **kwargs):
+    """The frame ``OptimizedModule`` compiles for a module with hooks: ``mod(...)`` runs them around ``forward``."""
+    return mod(*args, **kwargs)
 
 
 def minicompile(model: Callable | None = None, *, backend: str | Callable = "inductor", fullgraph: bool = False,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+from torch.nn.modules import module as mod_mod
 
 from ..exc import unimplemented
 from ..source import AttrSource, GetItemSource
@@ -31,7 +32,6 @@ def has_hooks(m: torch.nn.Module) -> bool:
 
 def any_global_module_hooks() -> bool:
     """``register_module_forward_hook`` & co.: hooks every module call runs (not traced: refused)."""
-    from torch.nn.modules import module as mod_mod
     return bool(mod_mod._global_forward_hooks or mod_mod._global_forward_pre_hooks or
                 mod_mod._global_backward_hooks or getattr(mod_mod, "_global_backward_pre_hooks", None) or
                 getattr(mod_mod, "_global_forward_hooks_always_called", None))
