@@ -28,7 +28,7 @@ from .decomposition import select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, load_module
 from .scheduler import Scheduler
-from .specialize import PerShapeCompiled, is_symbolic_graph
+from .specialize import compile_dynamic, is_symbolic_graph
 from .virtualized import V
 
 
@@ -78,6 +78,10 @@ def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Cal
         metrics.fallback_count += 1
         metrics.fallback_ops.append(f"whole graph ({type(e).__name__}: {e})")
         return aten_gm
+    return _compiled_graph(aten_gm, example_inputs, graph, source, module)
+
+
+def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledGraph:
     for name, value in graph.constants.items():
         setattr(module, name, value)
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
@@ -87,8 +91,8 @@ def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Cal
     return CompiledGraph(module, spec, example_inputs, source, mutated)
 
 
-def _compile_graph(aten_gm, example_inputs):
-    graph = GraphLowering(aten_gm, list(example_inputs))
+def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None):
+    graph = GraphLowering(aten_gm, list(example_inputs), size_hints)
     with torch.no_grad(), V.set_graph_handler(graph):
         graph.run(*example_inputs)
         graph.current_node = None
@@ -97,6 +101,35 @@ def _compile_graph(aten_gm, example_inputs):
     _debug_dump(aten_gm, graph, scheduler, source)
     module = load_module(source, interpret=graph.device.type != "cuda")
     return graph, source, module
+
+
+def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
+    """One compile for every size of a symbolic-size graph from minidynamo (see specialize.py).
+
+    The graph is traced to ATen on its own fake inputs (``meta['example_value']``: ``SymInt`` sizes in
+    minidynamo's ``ShapeEnv``), so ATen nodes carry ``s77``; the IR keeps sympy sizes, kernels take sizes as
+    int arguments and ``call`` reads them from the inputs' shapes. Raises ``NotImplementedError`` (with the
+    reason) for what it cannot do symbolically; the caller then compiles per shape."""
+    if any(not isinstance(x, torch.Tensor) for x in example_inputs):
+        raise NotImplementedError("int inputs (their value would be a kernel argument too)")
+    if torch.is_grad_enabled() and any(x.requires_grad for x in example_inputs):
+        raise NotImplementedError("training (AOTAutograd's symbolic joint graph)")
+    fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
+    if len(fakes) != len(example_inputs) or not all(isinstance(f, torch.Tensor) for f in fakes):
+        raise NotImplementedError("a placeholder without a fake example value")
+    shape_env = fakes[0].fake_mode.shape_env
+    guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
+    aten_gm, _ = trace_inference(gm, fakes)
+    if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
+        added = [str(g.expr) for g in shape_env.guards[guards:]]
+        raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
+    hints = {sym: int(val) for sym, val in _backed_values(shape_env).items()}
+    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints)
+    return _compiled_graph(aten_gm, fakes, graph, source, module)
+
+
+def _backed_values(shape_env) -> dict:
+    return getattr(shape_env, "backed_var_to_val", None) or shape_env.var_to_val
 
 
 def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
@@ -122,11 +155,15 @@ def _plain_containers(value):
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
                options: dict | None = None) -> Callable:
     """A ``torch.compile`` backend: ``compile_fx(gm, example_inputs)(*example_inputs) == gm(*example_inputs)``."""
-    if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: a static compile per shape (specialize.py)
-        return PerShapeCompiled(gm, lambda g, inputs: compile_fx(g, inputs, mode=mode, options=options))
     changes = dict(options or {})
     if mode is not None:
         changes["mode"] = mode
+    if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: one symbolic compile, else per shape (specialize.py)
+        def symbolic(g, inputs):
+            with config.patch(**changes):
+                return compile_fx_symbolic(g, inputs)
+        return compile_dynamic(gm, example_inputs, lambda g, inputs: compile_fx(g, inputs, mode=mode,
+                                                                                 options=options), symbolic)
     with config.patch(**changes):
         return _compile_fx(gm, example_inputs)
 

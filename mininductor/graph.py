@@ -11,20 +11,52 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import sympy
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
+from .indexing import FloorDiv, as_size
 from .ir import TensorBox
 from .lowering import lowerings
 from .virtualized import V
 
 
+def _sym_size(x, dim):
+    return x.get_size()[dim]
+
+
+def _sym_float(x):
+    """Kept as the integer expression: a pointwise lowering that meets it converts it (``ops.index_expr``)."""
+    if isinstance(x, (sympy.Basic, int)):
+        return x
+    raise NotImplementedError(f"sym_float of {x!r}")
+
+
+# What the symbolic ATen graph computes on sizes; anything else on a size (comparisons, sym_max...) is refused,
+# so the symbolic compile falls back to one static compile per shape.
+SIZE_OPS = {
+    torch.ops.aten.sym_size.int: _sym_size,
+    torch.ops.aten.sym_numel.default: lambda x: x.get_numel(),
+    torch.sym_float: _sym_float,
+    operator.mul: operator.mul,
+    operator.add: operator.add,
+    operator.sub: operator.sub,
+    operator.floordiv: lambda a, b: as_size(FloorDiv(a, b)),  # sizes are positive: floor == FloorDiv
+}
+
+
 class GraphLowering(torch.fx.Interpreter):
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list,
+                 size_hints: dict | None = None) -> None:
         super().__init__(gm)
         self.example_inputs = example_inputs
+        # symbolic compile (specialize.py): example inputs are fake tensors with SymInt sizes; ``size_hints`` maps
+        # each size symbol to its example value, ``size_sources`` each symbol to the input dim it is read from
+        self.symbolic = size_hints is not None
+        self.size_hints: dict = dict(size_hints or {})
+        self.size_sources: dict = {}
         self.buffers: list[ir.Buffer] = []
         self.name_to_buffer: dict[str, ir.Buffer] = {}
         self.graph_inputs: dict[str, ir.IRNode] = {}
@@ -82,12 +114,20 @@ class GraphLowering(torch.fx.Interpreter):
         if device != self.device and example.numel() == 1:
             self.moved_inputs.append(name)
             device = self.device
-        layout = ir.FixedLayout(device, example.dtype, list(example.shape), list(example.stride()), 0)
+        size, stride = [as_size(s) for s in example.shape], [as_size(s) for s in example.stride()]
+        self._record_size_sources(name, size)
+        layout = ir.FixedLayout(device, example.dtype, size, stride, 0)
         buf = ir.InputBuffer(name, layout)
-        buf.storage_offset = example.storage_offset()
+        buf.storage_offset = as_size(example.storage_offset())
         self.graph_inputs[name] = buf
         self.graph_input_names.append(name)
         return TensorBox(ir.StorageBox(buf))
+
+    def _record_size_sources(self, name: str, size: list) -> None:
+        """A size that is a bare symbol tells the wrapper where to read that symbol at run time."""
+        for dim, s in enumerate(size):
+            if isinstance(s, sympy.Symbol) and s not in self.size_sources:
+                self.size_sources[s] = (name, dim)
 
     def get_attr(self, target, args, kwargs):
         value = getattr(self.module, target)
@@ -106,6 +146,8 @@ class GraphLowering(torch.fx.Interpreter):
     def call_function(self, target, args, kwargs):
         if target is operator.getitem:
             return args[0][args[1]]
+        if target in SIZE_OPS:  # size arithmetic of a symbolic graph: sympy expressions, evaluated by the wrapper
+            return SIZE_OPS[target](*args, **kwargs)
         if target in lowerings:
             try:
                 return lowerings[target](*args, **kwargs)
@@ -141,6 +183,9 @@ class GraphLowering(torch.fx.Interpreter):
     def fallback(self, target, args, kwargs):
         """Run ``target`` eagerly at runtime: inputs realised, outputs wrapped as ``MultiOutput`` buffers."""
         from .reduction_lowering import realize_input
+        if self.symbolic:  # a fallback runs the op on real tensors, but its layout here would be symbolic
+            raise NotImplementedError(f"symbolic compile: no lowering for {target} "
+                                      f"({getattr(self, 'fallback_reason', None) or 'fallback kernel'})")
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(f"cannot lower {target} (not an ATen op)")
         inputs: list = []

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import sympy
+import torch
 
 
 class FloorDiv(sympy.Function):
@@ -60,16 +61,49 @@ def sym(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
-def product(values: Sequence) -> int:
-    return int(math.prod(int(v) for v in values))
+def as_size(value):
+    """A size as the IR keeps it: a Python int, or a sympy expression over size symbols (``s77``, ``4*s77``).
+
+    ``SymInt`` (from a symbolic trace) becomes its sympy expression; a sympy integer becomes an int, so static
+    graphs keep plain ints everywhere. See [Note: symbolic sizes in the IR]."""
+    if isinstance(value, torch.SymInt):
+        value = value.node.expr
+    if isinstance(value, sympy.Basic):
+        return int(value) if value.is_Integer else value
+    return int(value)
 
 
-def contiguous_strides(size: Sequence[int]) -> list[int]:
+def is_symbolic(value) -> bool:
+    return isinstance(value, sympy.Basic) and not value.is_Integer
+
+
+def product(values: Sequence):
+    """The product of sizes: an int when all are ints, else a sympy expression."""
+    return as_size(math.prod(as_size(v) for v in values))
+
+
+def contiguous_strides(size: Sequence) -> list:
     strides, acc = [], 1
     for s in reversed(list(size)):
         strides.append(acc)
-        acc *= max(int(s), 1)
+        s = as_size(s)
+        acc = acc * (s if is_symbolic(s) else max(s, 1))  # a symbol is >= 2 (sizes 0 and 1 stay static)
     return list(reversed(strides))
+
+
+def size_hint(expr) -> int:
+    """The example value of a size: for heuristics only (block sizes, kernel kind), never for correctness.
+
+    [Note: symbolic sizes in the IR]  A graph compiled for symbolic sizes keeps ``sympy`` expressions over the
+    ShapeEnv's symbols (``s77``) in ranges, layouts and index math; every decision that must hold for *every*
+    size compares expressions structurally (``s77*s21 == s21*s77``) or refuses (a sympy relation that cannot
+    be decided raises, and the symbolic compile falls back to one static compile per shape, ``specialize.py``).
+    Only performance choices read the hint, the size the graph was traced with (``V.graph.size_hints``)."""
+    expr = as_size(expr)
+    if not is_symbolic(expr):
+        return expr
+    from .virtualized import V
+    return int(expr.subs(V.graph.size_hints))
 
 
 def texpr(expr) -> str:
@@ -103,9 +137,15 @@ def linear_stride(expr, var) -> int | None:
         return 0
     coeff = expr.coeff(var, 1)
     rest = sympy.expand(expr - coeff * var)
-    if var in rest.free_symbols or not coeff.is_Integer:
+    if var in rest.free_symbols:
         return None
-    return int(coeff)
+    if coeff.is_Integer:
+        return int(coeff)
+    # a symbolic stride (``s21*x0``): only size symbols, which the ShapeEnv makes positive; loop variables are
+    # merely nonnegative, so a coefficient that holds one means the index is not linear in ``var``
+    if coeff.free_symbols and all(s.is_positive for s in coeff.free_symbols):
+        return coeff
+    return None
 
 
 def simplify_loops(sizes: list[int], index_exprs: list, var_names: list) -> tuple[list[int], Callable]:
@@ -186,4 +226,4 @@ def _split_term(term):
 
 
 def next_power_of_2(n: int) -> int:
-    return 1 << max(int(n) - 1, 0).bit_length()
+    return 1 << max(size_hint(n) - 1, 0).bit_length()

@@ -27,7 +27,7 @@ import sympy
 import torch
 
 from . import config
-from .indexing import contiguous_strides, product, simplify_index, sym
+from .indexing import as_size, contiguous_strides, product, simplify_index, sym
 from .virtualized import V, ops
 
 
@@ -57,7 +57,7 @@ class FixedLayout:
 
 
 def contiguous_layout(device, dtype, size) -> FixedLayout:
-    return FixedLayout(torch.device(device), dtype, [int(s) for s in size], contiguous_strides(size))
+    return FixedLayout(torch.device(device), dtype, [as_size(s) for s in size], contiguous_strides(size))
 
 
 class IRNode:
@@ -86,7 +86,7 @@ class IRNode:
 class Loops(IRNode):
     def __init__(self, device, dtype, inner_fn, ranges, origins=None):
         self.device, self.dtype, self.inner_fn = torch.device(device), dtype, inner_fn
-        self.ranges = [int(r) for r in ranges]
+        self.ranges = [as_size(r) for r in ranges]
         self.origins = set(origins or ())
         if V.graph is not None and V.graph.current_node is not None:
             self.origins.add(V.graph.current_node)
@@ -133,7 +133,7 @@ class Reduction(Loops):
 
     def __init__(self, device, dtype, inner_fn, ranges, reduction_ranges, reduction_type, src_dtype, origins=None):
         super().__init__(device, dtype, inner_fn, ranges, origins)
-        self.reduction_ranges = [int(r) for r in reduction_ranges]
+        self.reduction_ranges = [as_size(r) for r in reduction_ranges]
         self.reduction_type, self.src_dtype = reduction_type, src_dtype
 
     def get_reduction_size(self):
@@ -160,7 +160,7 @@ class Scan(Reduction):
 
     def __init__(self, device, dtype, inner_fn, ranges, scan_size, dim, full_size, origins=None):
         super().__init__(device, dtype, inner_fn, ranges, [scan_size], "sum", dtype, origins)
-        self.dim, self.full_size = dim, [int(s) for s in full_size]
+        self.dim, self.full_size = dim, [as_size(s) for s in full_size]
 
     def get_size(self):
         return self.full_size
@@ -311,7 +311,7 @@ class View(IRNode):
     """``data`` seen through ``reindex`` (output index -> input index) with a new ``size``; never copies."""
 
     def __init__(self, data: IRNode, size: Sequence[int], reindex: Callable):
-        self.data, self.size, self.reindex = data, [int(s) for s in size], reindex
+        self.data, self.size, self.reindex = data, [as_size(s) for s in size], reindex
         self.origins = getattr(data, "origins", set())
 
     def get_size(self):
@@ -361,8 +361,9 @@ class ReinterpretView(IRNode):
         return lambda index: ops.load(name, indexer(index))
 
     def codegen_reference(self) -> str:
-        return (f"reinterpret_tensor({self.data.get_name()}, {tuple(self.layout.size)}, "
-                f"{tuple(self.layout.stride)}, {self.layout.offset})")
+        from .codegen.wrapper import shape_text
+        return (f"reinterpret_tensor({self.data.get_name()}, {shape_text(self.layout.size)}, "
+                f"{shape_text(self.layout.stride)}, {self.layout.offset})")
 
 
 # ----------------------------------------------------------------------------------------------- boxes

@@ -61,8 +61,19 @@ def is_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point
 
 
-def broadcast_shapes(shapes: Sequence[Sequence[int]]) -> list[int]:
-    return list(torch.broadcast_shapes(*[torch.Size(s) for s in shapes]))
+def broadcast_shapes(shapes: Sequence[Sequence[int]]) -> list:
+    """Eager's broadcasting, on int or symbolic sizes. Two different symbols never broadcast: the ATen trace
+    would have made them one symbol (a guard) had the program needed them equal, so differing means an error."""
+    shapes = [list(s) for s in shapes]
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for d in range(ndim):
+        sizes = [s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0]
+        others = {x for x in sizes if not (isinstance(x, int) and x == 1)}
+        if len(others) > 1:
+            raise RuntimeError(f"cannot broadcast sizes {sizes}")
+        out.append(others.pop() if others else 1)
+    return out
 
 
 def expand_to(x: TensorBox, size: Sequence[int]) -> ir.IRNode:
@@ -72,13 +83,20 @@ def expand_to(x: TensorBox, size: Sequence[int]) -> ir.IRNode:
 
 def promote(args) -> torch.dtype:
     """Eager's type promotion of ``args`` (tensors as meta tensors, so 0-dim tensors rank like eager)."""
-    metas = [torch.empty(a.get_size(), dtype=a.get_dtype(), device="meta") if isinstance(a, ir.IRNode) else a
-             for a in args]
+    from .indexing import size_hint
+    metas = [torch.empty([size_hint(s) for s in a.get_size()], dtype=a.get_dtype(), device="meta")
+             if isinstance(a, ir.IRNode) else _scalar_example(a) for a in args]
     result = metas[0] if isinstance(metas[0], torch.Tensor) else torch.tensor(metas[0]).dtype
     for m in metas[1:]:
         result = torch.result_type(torch.empty((), dtype=result, device="meta") if isinstance(result, torch.dtype)
                                    else result, m)
     return result if isinstance(result, torch.dtype) else result.dtype
+
+
+def _scalar_example(a):
+    """A symbolic size used as a scalar (``x * x.shape[0]``) promotes like a Python int."""
+    import sympy
+    return 2 if isinstance(a, sympy.Basic) else a
 
 
 def device_of(args) -> torch.device:
@@ -121,6 +139,9 @@ def _make_arg_loader(a, shape, dtype):
         return lambda index: ops.to_dtype(load(index), dtype)
     const_dtype = dtype or (torch.float32 if isinstance(a, float) else torch.bool if isinstance(a, bool)
                             else torch.int64)
+    import sympy
+    if isinstance(a, sympy.Basic):  # a symbolic size as a scalar: read at run time, like an index expression
+        return lambda index: ops.index_expr(a, const_dtype)
     return lambda index: ops.constant(a, const_dtype)
 
 

@@ -12,8 +12,12 @@ generated_kernel_count: int = 0
 fallback_count: int = 0
 extern_call_count: int = 0
 num_bytes_accessed: int = 0
-# Static compiles made for a symbolic-size graph, one per concrete shape met (specialize.py).
+# Static compiles made for a symbolic-size graph, one per concrete shape met, when the symbolic compile
+# could not serve it (specialize.py); ``symbolic_compiles`` counts graphs compiled once for every size, and
+# ``symbolic_fallbacks`` says why each symbolic graph fell back to per-shape compiles.
 specialisations: int = 0
+symbolic_compiles: int = 0
+symbolic_fallbacks: list = []
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -22,6 +26,9 @@ fusion_rejections: list = []
 def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
+    global symbolic_compiles
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
+    symbolic_compiles = 0
+    symbolic_fallbacks.clear()
     fallback_ops.clear()
     fusion_rejections.clear()

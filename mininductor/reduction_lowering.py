@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from . import config, ir
-from .indexing import product, split_flat
+from .indexing import as_size, is_symbolic, product, split_flat
 from .ir import Reduction, TensorBox
 from .lowering import meta_val, origins_of, out_dtype, pointwise, register_lowering
 from .view_lowering import unsqueeze
@@ -72,6 +72,8 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
 
 def _should_split(ranges, rranges, reduction_type) -> bool:
     """A few outputs each reducing a huge row would run on a few programs (one SM for ``x.sum()``)."""
+    if any(is_symbolic(s) for s in [*ranges, *rranges]):
+        return False  # how to split depends on the size; one looped reduction is right for every size
     return (reduction_type in _SPLIT_IDENTITY and product(ranges) <= config.split_reduction_max_outputs
             and product(rranges) >= config.split_reduction_threshold)
 
@@ -281,7 +283,8 @@ def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False
     """An ``ExternKernel`` (counted as an extern call) whose output layout is what eager would produce."""
     val = meta_val()
     inputs = [realize_input(a) if isinstance(a, ir.IRNode) else a for a in args]
-    layout = ir.FixedLayout(val.device, val.dtype, list(val.shape), list(val.stride()), 0)  # [Note: offsets]
+    layout = ir.FixedLayout(val.device, val.dtype, [as_size(s) for s in val.shape],
+                            [as_size(s) for s in val.stride()], 0)  # [Note: offsets]
     node = ir.ExternKernel(layout, kernel, [i for i in inputs if isinstance(i, ir.IRNode)],
                            kwargs=kwargs or {}, origins={V.graph.current_node})
     node.args = inputs

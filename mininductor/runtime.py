@@ -134,8 +134,12 @@ def load_module(source: str, interpret: bool):
 class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
-    def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner"):
+    def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
+                 symbolic: bool = False):
+        # xnumel/rnumel: the sizes (for a symbolic kernel, the size hints) the configs are chosen from
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
+        # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
+        self.symbolic = symbolic
         self.interpret = device_type != "cuda"
         self.hint = hint
         self.configs = self._candidate_configs()
@@ -183,14 +187,20 @@ class KernelLauncher:
         return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
                 {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
 
-    def _grid(self, cfg: dict) -> tuple:
-        grid = ((self.xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
+    def _numels(self, args) -> tuple[int, int]:
+        if not self.symbolic:
+            return self.xnumel, self.rnumel
+        return (args[-1], 1) if self.kind == "poi" else (args[-2], args[-1])
+
+    def _grid(self, cfg: dict, args=()) -> tuple:
+        xnumel, rnumel = self._numels(args)
+        grid = ((xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
         if self.kind == "tile":
-            grid = grid + ((self.rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
+            grid = grid + ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
         return grid
 
     def _launch(self, cfg: dict, args):
-        grid = self._grid(cfg)
+        grid = self._grid(cfg, args)
         meta = dict(cfg)
         if self.interpret:
             meta.pop("num_warps", None)
@@ -201,7 +211,7 @@ class KernelLauncher:
         return None
 
     def run(self, *args) -> None:
-        if self.xnumel == 0 or self.rnumel == 0:  # an empty tensor: nothing to compute
+        if 0 in self._numels(args):  # an empty tensor: nothing to compute
             return
         if self._direct is not None and self._direct.matches(args):
             self._direct.launch(args)
@@ -211,7 +221,7 @@ class KernelLauncher:
             self.tuned = True
         kernel = self._launch(self.config, args)
         if not self.interpret and config.direct_launch:
-            self._direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config))
+            self._direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
 
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""

@@ -23,7 +23,7 @@ import sympy
 
 from . import config, ir, metrics
 from .dependencies import RecordLoadsHandler
-from .indexing import product, simplify_index, simplify_loops, split_flat, sym
+from .indexing import is_symbolic, product, simplify_index, simplify_loops, size_hint, split_flat, sym
 from .virtualized import V
 
 XINDEX, RINDEX = sym("xindex"), sym("rindex")
@@ -229,7 +229,7 @@ def _combined_group(a: FusedSchedulerNode, b: FusedSchedulerNode):
     if a.is_reduction() and b.is_reduction():
         return None
     red, other = (ga, gb) if a.is_reduction() else (gb, ga)
-    if other[0] in (red[0], red[0] * red[1]) and red[1] > 1:
+    if other[0] in (red[0], red[0] * red[1]) and (is_symbolic(red[1]) or red[1] > 1):  # a symbol is >= 2
         return red
     return None
 
@@ -313,7 +313,8 @@ class Scheduler:
     def fuse(self) -> None:
         if not config.fusion:
             return
-        sizes = {b.get_name(): b.get_numel() * b.get_dtype().itemsize for b in self.graph.buffers
+        # bytes saved by fusing: a heuristic, so symbolic sizes count at their hint
+        sizes = {b.get_name(): size_hint(b.get_numel()) * b.get_dtype().itemsize for b in self.graph.buffers
                  if isinstance(b, ir.ComputedBuffer)}
         for _ in range(10):
             if not self._fuse_once(sizes):

@@ -1,31 +1,47 @@
-"""Symbolic-size graphs in mininductor today: one compiled callable, a static compile per concrete shape behind it.
+"""Symbolic-size graphs in mininductor: one compile for every size where we can, else a static compile per shape.
 
 In:  a graph minidynamo captured with dynamic sizes -- placeholders whose example values have ``SymInt`` sizes,
 int inputs (``L['n']``), and size arithmetic as nodes (``x.size(0)``, ``mul``).  Out: a callable that serves
-every size.  On a call it looks at the actual shapes (and int values); the first time it meets a shape it
-*specialises* the graph -- every size node and int input becomes a constant -- and compiles that static graph with
-the ordinary pipeline (``compile_fx`` / AOTAutograd).  Later calls with a known shape reuse that compile.
+every size.
+
+**Symbolic compile first** (``compile_fx.compile_fx_symbolic``).  The graph is traced to ATen on its fake inputs,
+so sizes stay ``s77``; the IR keeps sympy sizes ([Note: symbolic sizes in the IR] in ``indexing.py``); each
+kernel takes ``xnumel``/``rnumel`` and the symbols of its index math as int arguments; ``call`` reads each symbol
+from an input's ``.shape`` and allocates buffers of shape ``(s77, 16)``; ``KernelLauncher`` computes the grid
+from the numels of each call (block sizes are chosen once, from the size hints)::
+
+    def call(args):
+        arg0_1, = args
+        s77 = arg0_1.shape[0]  # a symbolic size, read from the input
+        buf0 = empty_strided((s77, 16), (16, 1), device='cpu', dtype=torch.float32)
+        triton_poi_fused_mul_relu_0.run(arg0_1, buf0, 16*s77)
+
+**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs, training
+(AOTAutograd), an op with no lowering (a ``FallbackKernel`` needs a static layout), size arithmetic other than
+``+ - *``, a reshape that is not a product of sizes, a scan over a symbolic dim, a size symbol not readable from
+an input's shape, or an ATen decomposition that guards on a size.  On a call it looks at the actual shapes (and
+int values); the first time it meets a shape it *specialises* the graph -- every size node and int input
+becomes a constant -- and compiles that static graph with the ordinary pipeline.  ``metrics.specialisations``
+counts those static compiles and ``metrics.symbolic_fallbacks`` says why each graph fell back.
 
     minidynamo graph (s0 = L['x'].size()[0])      specialised for x: [5, 3]        [7, 3]
         size = l_x.size(0)                    ->      (constant 5)         ->   (constant 7)
         mul = l_x * size                              mul = l_x * 5             mul = l_x * 7
 
-[Note: per-shape specialisation is an intermediate]  Upstream Inductor keeps the sizes symbolic all the way to the
-kernels: ``s0`` is a kernel argument, index math is sympy over ``s0``, the grid is computed from it at run time,
-so *one* compile serves every size.  We have not done that yet (see docs/10-dynamic-shapes.md, "what we leave
-out").  What this module buys: the translator no longer recompiles (guards, bytecode, resume functions stay one
-cache entry), and the backend's cost per new size is one static compile, cached.  ``metrics.specialisations``
-counts them.
+[Note: never a wrong answer]  Every refusal happens at compile time and costs one static compile per shape,
+never a wrong value: a decision the IR cannot make for every size (a sympy relation it cannot decide) raises.
+Should a symbolic graph still fail when called, ``SymbolicCompiled`` switches to per-shape compiles for good.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from . import metrics
+from . import config, metrics
 
 SYM_TYPES = (torch.SymInt, torch.SymBool, torch.SymFloat)
 
@@ -48,6 +64,65 @@ def shape_key(args: list) -> tuple:
     return (torch.is_grad_enabled(),) + tuple(
         (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad) if isinstance(a, torch.Tensor)
         else (type(a), a) for a in args)
+
+
+def compile_dynamic(gm: torch.fx.GraphModule, example_inputs: list, compile_static: Callable,
+                    compile_symbolic: Callable | None = None) -> Callable:
+    """The callable for a symbolic-size graph: ``compile_symbolic(gm, example_inputs)`` when it succeeds,
+    else a ``PerShapeCompiled`` (the reason recorded in ``metrics.symbolic_fallbacks``)."""
+    per_shape = PerShapeCompiled(gm, compile_static)
+    if compile_symbolic is None:
+        return per_shape
+    saved = _save_metrics()
+    try:
+        compiled = compile_symbolic(gm, example_inputs)
+    except Exception as e:  # noqa: BLE001  [Note: never a wrong answer]: anything we cannot do costs speed only
+        _restore_metrics(saved)
+        _record_fallback(f"{type(e).__name__}: {e}")
+        return per_shape
+    metrics.symbolic_compiles += 1
+    return SymbolicCompiled(compiled, per_shape)
+
+
+def _record_fallback(reason: str) -> None:
+    metrics.symbolic_fallbacks.append(reason)
+    if config.debug:
+        print(f"[mininductor] symbolic compile fell back to one static compile per shape: {reason}")
+
+
+def _save_metrics() -> tuple:
+    return (metrics.generated_kernel_count, metrics.fallback_count, metrics.extern_call_count,
+            metrics.num_bytes_accessed, len(metrics.fallback_ops), len(metrics.fusion_rejections))
+
+
+def _restore_metrics(saved: tuple) -> None:
+    """A refused symbolic compile may have generated kernels already: count only what will run."""
+    (metrics.generated_kernel_count, metrics.fallback_count, metrics.extern_call_count,
+     metrics.num_bytes_accessed, n_ops, n_rejections) = saved
+    del metrics.fallback_ops[n_ops:]
+    del metrics.fusion_rejections[n_rejections:]
+
+
+class SymbolicCompiled:
+    """``compiled(*args)``: one compiled graph for every size.  Calls the symbolic compile cannot serve -- grad
+    mode with inputs that require grad (training), or a call that fails -- go to the per-shape compiles."""
+
+    def __init__(self, compiled: Callable, per_shape: PerShapeCompiled):
+        self.compiled, self.per_shape = compiled, per_shape
+        self.broken = False
+
+    def __call__(self, *args):
+        if self.broken or torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return self.per_shape(*args)
+        try:
+            return self.compiled(*args)
+        except Exception as e:  # noqa: BLE001  (see [Note: never a wrong answer])
+            self.broken = True
+            _record_fallback(f"the symbolic graph failed when called: {type(e).__name__}: {e}")
+            warnings.warn(f"mininductor: the symbolic-size graph failed ({type(e).__name__}: {e}); "
+                          "compiling per shape")
+            return self.per_shape(*args)
 
 
 class PerShapeCompiled:

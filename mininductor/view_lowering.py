@@ -13,7 +13,7 @@ import sympy
 import torch
 
 from . import ir
-from .indexing import FloorDiv, ModularIndexing, contiguous_strides, product
+from .indexing import FloorDiv, ModularIndexing, as_size, contiguous_strides, is_symbolic, product, size_hint
 from .ir import TensorBox, View
 from .lowering import register_lowering
 
@@ -148,9 +148,10 @@ def _target():
 def reshape(x, size: list[int]) -> TensorBox:
     old = list(x.get_size())
     numel = product(old)
+    size = [as_size(s) for s in size]
     if -1 in size:
         known = product(s for s in size if s != -1)
-        size = [numel // known if s == -1 else s for s in size]
+        size = [_exact_div(numel, known) if s == -1 else s for s in size]
     if old == size:
         return x
     groups = _reshape_groups(old, size)
@@ -169,8 +170,21 @@ def reshape(x, size: list[int]) -> TensorBox:
     return _view(x, size, reindex)
 
 
+def _exact_div(numel, known):
+    """``numel // known`` for ``view(-1)``; with symbols the quotient must be a product, never a floor."""
+    if not is_symbolic(numel) and not is_symbolic(known):
+        return numel // known
+    quotient = sympy.cancel(sympy.sympify(numel) / known)
+    if sympy.fraction(quotient)[1] != 1:
+        raise NotImplementedError(f"symbolic view: {numel} is not a multiple of {known}")
+    return as_size(quotient)
+
+
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
-    """Pair up runs of old and new dims with equal products (greedy from the left)."""
+    """Pair up runs of old and new dims with equal products (greedy from the left).
+
+    With symbolic sizes the side to grow is chosen by the size hints, but a group closes only when the two
+    products are *structurally* equal (``s0*4 == 4*s0``), so the grouping holds for every size."""
     groups, i, j = [], 0, 0
     while i < len(old) or j < len(new):
         og, ng = [], []
@@ -180,7 +194,9 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
         if j < len(new):
             ng.append(j); pn *= new[j]; j += 1
         while po != pn:
-            if po < pn:
+            if i >= len(old) and j >= len(new):
+                raise NotImplementedError(f"symbolic view: cannot pair sizes {old} with {new}")
+            if j >= len(new) or i < len(old) and size_hint(po) <= size_hint(pn):
                 og.append(i); po *= old[i]; i += 1
             else:
                 ng.append(j); pn *= new[j]; j += 1

@@ -31,8 +31,17 @@ from typing import Any
 import sympy
 import torch
 
-from .. import config
-from ..indexing import FloorDiv, ModularIndexing, linear_stride, next_power_of_2, simplify_index, sym, texpr
+from .. import config, ir
+from ..indexing import (
+    FloorDiv,
+    ModularIndexing,
+    is_symbolic,
+    linear_stride,
+    next_power_of_2,
+    simplify_index,
+    sym,
+    texpr,
+)
 from ..scheduler import RINDEX, XINDEX, FusedSchedulerNode
 from ..virtualized import V
 from .triton_ops import BINARY, TL_DTYPE, UNARY, compute_dtype, constant_repr
@@ -76,6 +85,7 @@ class TritonKernel(ReductionCodegenMixin):
     def __init__(self, fused: FusedSchedulerNode, internal: set[str], device: torch.device, index: int) -> None:
         self.fused, self.internal, self.device = fused, internal, device
         self.numel, self.rnumel = fused.group()
+        self.size_vars: set[sympy.Symbol] = set()  # size symbols the index math uses: int arguments (``s77``)
         self.interpret = device.type != "cuda"
         self.hint = self._reduction_hint()
         self.kind = self._choose_kind()
@@ -113,7 +123,10 @@ class TritonKernel(ReductionCodegenMixin):
     def _choose_tiling(self) -> tuple[int, int] | None:
         """A 2-D tile for a pointwise kernel that reads (or writes) some dim other than the last contiguously --
         a transpose: split the loop after that dim, so both the transposed and the straight accesses walk
-        memory contiguously along one axis of the tile (Inductor's ``select_tiling``)."""
+        memory contiguously along one axis of the tile (Inductor's ``select_tiling``). Not for symbolic sizes:
+        whether a tile pays off (and fits the grid) depends on the size."""
+        if is_symbolic(self.numel):
+            return None
         first = self.fused.snodes[0]
         sizes = list(first.node.get_size())
         handler = first._record(first.own_group())
@@ -136,6 +149,10 @@ class TritonKernel(ReductionCodegenMixin):
     def _choose_kind(self) -> str:
         if self.rnumel == 1:
             return "poi"
+        if is_symbolic(self.rnumel):  # a persistent kernel needs RBLOCK >= rnumel: true for the hint, not every size
+            if any(isinstance(n.node.data, ir.Scan) for n in self.fused.snodes):
+                raise NotImplementedError("symbolic compile: a scan over a symbolic dim")
+            return "red"
         if config.looped_reduction_rblock:
             return "red"
         if self.hint == "outer" and not self.interpret:
@@ -184,8 +201,15 @@ class TritonKernel(ReductionCodegenMixin):
         return self.dtypes.get(value, torch.float32) if isinstance(value, str) else torch.float32
 
     # ------------------------------------------------------------------------------------------- indexing
+    def _size_text(self, expr) -> str:
+        """A size in kernel source: its symbols become int arguments of the kernel."""
+        expr = sympy.sympify(expr)
+        self.size_vars |= {s for s in expr.free_symbols if s.is_positive}
+        return texpr(expr)
+
     def _index(self, expr) -> str:
         expr = simplify_index(sympy.sympify(expr))
+        self.size_vars |= {s for s in expr.free_symbols if s.is_positive}  # size symbols (loop vars: nonnegative)
         replacements = {}
         for atom in expr.atoms(FloorDiv, ModularIndexing):
             if atom.args[0] in (XINDEX, RINDEX):
@@ -306,7 +330,7 @@ class TritonKernel(ReductionCodegenMixin):
         return self._emit(f"tl.where({value} != {value}, {value}, {rounded})", torch.float32)
 
     def indirect_indexing(self, value: str, size: int, check: bool = True):
-        var = self._emit(f"tl.where({value} < 0, {value} + {size}, {value})", self._dtype(value))
+        var = self._emit(f"tl.where({value} < 0, {value} + {self._size_text(size)}, {value})", self._dtype(value))
         return sym(var)
 
     def masked(self, mask: str, body, other) -> str:
@@ -418,10 +442,14 @@ class TritonKernel(ReductionCodegenMixin):
         removed = self.removed_buffers()
         return [name for name in self.args if name not in removed]
 
+    def size_args(self) -> list[str]:
+        """Size symbols passed as ints after the buffers (the wrapper reads them from the inputs' shapes)."""
+        return sorted(str(s) for s in self.size_vars)
+
     def codegen_kernel(self) -> str:
         removed = self.removed_buffers()
         ptrs = [self.args[name] for name in self.call_args()]
-        sig = ", ".join(ptrs + (["xnumel"] if self.kind == "poi" else ["xnumel", "rnumel"]))
+        sig = ", ".join(ptrs + self.size_args() + (["xnumel"] if self.kind == "poi" else ["xnumel", "rnumel"]))
         if self.kind == "tile":
             out = ["# a 2-D tile: rows (x) and columns (r) of the loop, each axis of the grid walks one",
                    "@triton.jit", f"def {self.name}({sig}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):"]
@@ -457,6 +485,9 @@ class TritonKernel(ReductionCodegenMixin):
         return lines
 
     def _needs_int64(self) -> bool:
+        sizes = [self.numel, self.rnumel, *[V.graph.get_buffer(n).get_numel() for n in self.args]]
+        if any(is_symbolic(s) for s in sizes):
+            return True  # a symbolic size has no upper bound: 64-bit offsets are right for every size
         return max(self.numel * self.rnumel, *[V.graph.get_buffer(n).get_numel() for n in self.args]) >= 2**31
 
     def _render_section(self, section: _Section, removed: set[str]) -> list[str]:

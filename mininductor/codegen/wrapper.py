@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .. import ir, metrics
+from ..indexing import is_symbolic, size_hint, texpr
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode, Scheduler
 from .triton import TritonKernel
 
@@ -79,7 +80,7 @@ class WrapperCodeGen:
         for name in kernel.call_args():
             if True:
                 buf = self.graph.get_buffer(name)
-                total += buf.get_numel() * buf.get_dtype().itemsize
+                total += size_hint(buf.get_numel()) * buf.get_dtype().itemsize
         return total
 
     @staticmethod
@@ -100,8 +101,10 @@ class WrapperCodeGen:
         return HEADER + "".join(sources) + "\n\n" + "\n".join(launchers) + "\n\n\n" + body
 
     def _launcher_line(self, k: TritonKernel) -> str:
-        return (f"{k.name} = KernelLauncher({k.name}, {k.kind!r}, xnumel={k.numel}, rnumel={k.rnumel}, "
-                f"device_type={self.graph.device.type!r}, hint={k.hint!r})")
+        # configs are chosen once from the size hints; a symbolic kernel's grid comes from each call's numels
+        return (f"{k.name} = KernelLauncher({k.name}, {k.kind!r}, xnumel={size_hint(k.numel)}, "
+                f"rnumel={size_hint(k.rnumel)}, device_type={self.graph.device.type!r}, hint={k.hint!r}, "
+                f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)})")
 
     def _call_body(self) -> str:
         lines = ["def call(args):"]
@@ -109,6 +112,8 @@ class WrapperCodeGen:
         if inputs:
             lines.append(f"    {', '.join(inputs)}, = args")
         lines.append("    args.clear()")
+        for symbol, (name, dim) in sorted(self.graph.size_sources.items(), key=lambda kv: str(kv[0])):
+            lines.append(f"    {symbol} = {name}.shape[{dim}]  # a symbolic size, read from the input")
         for name in self.graph.moved_inputs:
             lines.append(f"    {name} = {name}.to('{self.graph.device}')  # a CPU scalar meets device tensors")
         planner = _MemoryPlanner(self)
@@ -121,8 +126,8 @@ class WrapperCodeGen:
                         lines.append(f"    {sn.name} = {sn.node.data.target}  # the scatter writes in place")
                     elif sn.name not in kernel.removed_buffers():
                         lines += planner.allocate(sn.node)
-                args = ", ".join(kernel.call_args() + [str(kernel.numel)] +
-                                 ([str(kernel.rnumel)] if kernel.kind != "poi" else []))
+                args = ", ".join(kernel.call_args() + kernel.size_args() + [texpr(kernel.numel)] +
+                                 ([texpr(kernel.rnumel)] if kernel.kind != "poi" else []))
                 lines.append(f"    {kernel.name}.run({args})")
             else:
                 lines += self._extern_lines(node)
@@ -130,7 +135,23 @@ class WrapperCodeGen:
         for name, value in self.graph.mutations:
             lines.append(f"    {name}.copy_({value.realize()})")
         lines.append(f"    return ({''.join(self._output_ref(o) + ', ' for o in self.graph.graph_outputs)})")
+        self._check_sizes_known(lines)
         return "\n".join(lines) + "\n"
+
+    def _check_sizes_known(self, lines: list[str]) -> None:
+        """Every size symbol the wrapper or a kernel uses must be read from an input, or ``call`` would fail
+        at run time; refusing here makes the symbolic compile fall back (specialize.py) instead."""
+        known = {str(s) for s in self.graph.size_sources}
+        used = {str(s) for k in self.kernels for s in k.size_vars}
+        for buf in self.graph.buffers:
+            layout = getattr(buf, "layout", None)
+            for e in [*(layout.size if layout else []), *(layout.stride if layout else [])]:
+                used |= {str(s) for s in getattr(e, "free_symbols", ())}
+        for k in self.kernels:
+            used |= {str(s) for e in (k.numel, k.rnumel) for s in getattr(e, "free_symbols", ())}
+        missing = used - known
+        if missing:
+            raise NotImplementedError(f"symbolic compile: size symbol(s) {sorted(missing)} are not an input's size")
 
     def _output_ref(self, out) -> str:
         if isinstance(out, ir.IRNode):
@@ -158,8 +179,14 @@ class WrapperCodeGen:
 
     @staticmethod
     def _ensure_layout(buf) -> str:
-        size, stride = tuple(buf.layout.size), tuple(buf.layout.stride)
+        size, stride = shape_text(buf.layout.size), shape_text(buf.layout.stride)
         return f"    {buf.get_name()} = ensure_layout({buf.get_name()}, {size}, {stride})"
+
+
+def shape_text(values) -> str:
+    """A size or stride tuple as Python source: ``(s77, 16)`` (symbols are locals of ``call``)."""
+    items = [texpr(v) if is_symbolic(v) else str(int(v)) for v in values]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 def _ref(value):
@@ -218,7 +245,7 @@ class _MemoryPlanner:
         if self.pool.get(key):
             old = self.pool[key].pop()
             return [f"    {buf.get_name()} = {old}; del {old}  # reuse"]
-        return [(f"    {buf.get_name()} = empty_strided({tuple(layout.size)}, {tuple(layout.stride)}, "
+        return [(f"    {buf.get_name()} = empty_strided({shape_text(layout.size)}, {shape_text(layout.stride)}, "
                  f"device='{layout.device}', dtype={layout.dtype})")]
 
     def free_after(self, node) -> list[str]:
