@@ -14,7 +14,7 @@ recompile_limit: int = 8
 
 # A cap on all cache entries of one code object, whatever their code path (upstream:
 # ``accumulated_recompile_limit``, 256).  See [Note: recompile limit per code path] in eval_frame.py.
-accumulated_recompile_limit: int = 64
+accumulated_recompile_limit: int = 256
 
 # Log every recompile with the guard that failed (like ``TORCH_LOGS=recompiles``).
 log_recompiles: bool = bool(os.environ.get("MINICOMPILE_LOG_RECOMPILES"))
