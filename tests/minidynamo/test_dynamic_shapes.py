@@ -221,3 +221,23 @@ def test_dynamic_moe_compiles_each_code_path_a_bounded_number_of_times(mode):
     # 47 cache entries (42 of them with a graph) on this input stream; dynamic=False needs a cache entry per
     # (expert, token count) and falls back to eager at recompile_limit instead
     assert cnt.frame_count <= sum(len(v) for v in cache.values()) <= 60
+
+
+def test_moe_with_the_reference_routing_trains_without_recompile_limit_fallbacks():
+    """32 experts, top-4, capacity 4 (the reference routing, narrow layers): one loop resume function gets a
+    cache entry per (expert, code path), about 80 after a few steps -- under ``accumulated_recompile_limit`` (256,
+    upstream's value), which at 64 sent it back to eager after 6 steps."""
+    from minidynamo.examples.moe import MoE
+    torch.manual_seed(0)
+    model = MoE(16, 32, 4, 4, 32, 16)
+    compiled = minidynamo.minicompile(model, backend="eager")
+    for _ in range(8):
+        x = torch.randn(32, 16)
+        out, aux = compiled(x)
+        ref, ref_aux = model(x)
+        torch.testing.assert_close(out, ref)
+        torch.testing.assert_close(aux, ref_aux)
+        (out.square().mean() + 0.01 * aux).backward()
+    assert not counters["eager_fallback"], counters["eager_fallback"]
+    biggest = max(len(v) for v in compiled._ctx.cache.values())
+    assert 64 < biggest <= config.accumulated_recompile_limit
