@@ -104,7 +104,9 @@ AUTOCAST_DEVICES = ("cpu", "cuda")
 
 def autocast_state() -> tuple:
     """``((enabled, dtype) for cpu, cuda)`` now: what the AUTOCAST guard compares."""
-    return tuple((torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES)
+    # Spelled out (no generator): this runs in every check function, once per cache entry tried.
+    enabled, dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
+    return ((enabled("cpu"), dtype("cpu")), (enabled("cuda"), dtype("cuda")))
 
 
 class tracing_autocast:
