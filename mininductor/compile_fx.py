@@ -22,7 +22,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-from . import config, metrics
+from . import config, fx_graph_cache, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
@@ -158,6 +158,14 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None 
     changes = dict(options or {})
     if mode is not None:
         changes["mode"] = mode
+    key = fx_graph_cache.cache_key(gm, example_inputs, changes)
+    cached = fx_graph_cache.lookup(key)
+    if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
+        return cached
+    return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
+
+
+def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
     if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: one symbolic compile, else per shape (specialize.py)
         def symbolic(g, inputs):
             with config.patch(**changes):

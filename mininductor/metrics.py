@@ -18,6 +18,8 @@ num_bytes_accessed: int = 0
 specialisations: int = 0
 symbolic_compiles: int = 0
 symbolic_fallbacks: list = []
+# Backend calls answered by FxGraphCache (fx_graph_cache.py): a graph equal to one compiled before.
+fx_graph_cache_hits: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -26,9 +28,11 @@ fusion_rejections: list = []
 def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
-    global symbolic_compiles
+    global symbolic_compiles, fx_graph_cache_hits
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
-    symbolic_compiles = 0
+    symbolic_compiles = fx_graph_cache_hits = 0
+    from . import fx_graph_cache
+    fx_graph_cache.clear()  # counts start from an empty cache
     symbolic_fallbacks.clear()
     fallback_ops.clear()
     fusion_rejections.clear()

@@ -1,0 +1,106 @@
+"""FxGraphCache: reuse a compiled graph for another graph that is the same computation.
+
+In:  an FX graph and its example inputs, as a backend receives them.  Out: a key, or None when the graph must not
+be shared; ``lookup``/``save`` keep compiled callables by key, in memory, for this process.
+
+Why: a loop with a graph break compiles one graph per iteration variant.  The tutorial MoE's expert loop makes the
+same graph for every expert -- ``gate``'s output indexed, two Linear layers, GELU -- differing only in *which*
+parameters come in as inputs (``L['self'].experts[3].net[0].weight`` vs ``...experts[4]...``), which names the
+placeholders.  With placeholders renamed by position, half of its graphs are repeats; compiling each once halves
+its first-call time.
+
+The key is the graph with every node named by its position (op, target, arguments), the example inputs' metadata
+(type, dtype, device, sizes and strides -- symbols by name -- and requires_grad; other values by type and repr), and
+the state the compile reads: grad mode, default dtype, autocast state and mininductor's options.  Graphs that read
+state other than their inputs (``get_attr`` constants, ``call_module``, tensor constants among the arguments) get
+no key.  Neither does ``mode="reduce-overhead"``: its CUDA graph is recorded on the first caller's parameters
+(runtime.CudaGraphRunner), which another caller must not share.
+
+Mirrors ``FxGraphCache`` in ``torch/_inductor/codecache.py`` (which hashes a pickled graph, keeps results on disk
+and checks the compile's shape-env guards); ours is in memory and does no more than the key says.
+``metrics.reset()`` clears it, so counts in tests start from an empty cache.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from . import config, metrics
+from .specialize import is_symbolic_graph
+
+_CACHE: dict[str, Callable] = {}
+
+
+def cache_key(gm: torch.fx.GraphModule, example_inputs: list, changes: dict) -> str | None:
+    """The key of this compile, or None when its result must not be shared (see the module docstring)."""
+    if (changes.get("mode") or config.mode) == "reduce-overhead":
+        return None
+    graph = _graph_text(gm)
+    if graph is None:
+        return None
+    inputs = [_input_text(x) for x in example_inputs]
+    # a symbolic graph (served per size) and its static specialisations for one size are different compiles
+    state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
+             torch.is_autocast_enabled("cuda"), sorted(changes.items()), config.mode)
+    return f"{graph}\n{inputs}\n{state!r}"
+
+
+def lookup(key: str | None) -> Callable | None:
+    if key is None or key not in _CACHE:
+        return None
+    metrics.fx_graph_cache_hits += 1
+    return _CACHE[key]
+
+
+def save(key: str | None, compiled: Callable) -> Callable:
+    if key is not None:
+        _CACHE[key] = compiled
+    return compiled
+
+
+def clear() -> None:
+    _CACHE.clear()
+
+
+def _graph_text(gm: torch.fx.GraphModule) -> str | None:
+    index = {node: k for k, node in enumerate(gm.graph.nodes)}
+    lines = []
+    for node in gm.graph.nodes:
+        if node.op in ("get_attr", "call_module"):
+            return None
+        args = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: _Ref(index[n]))
+        if any(isinstance(a, torch.Tensor) for a in torch.utils._pytree.tree_leaves(args)):
+            return None
+        lines.append(f"{node.op} {_target_text(node)} {args!r}")
+    return "\n".join(lines)
+
+
+def _target_text(node: torch.fx.Node) -> str:
+    if node.op in ("placeholder", "output"):
+        return node.op  # the placeholder's name comes from its source: exactly what must not matter
+    t = node.target
+    if isinstance(t, str):
+        return t  # a method name
+    return f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', None) or repr(t)}"
+
+
+def _input_text(x: Any) -> tuple:
+    if isinstance(x, torch.Tensor):
+        return (type(x).__name__, str(x.dtype), str(x.device), tuple(str(s) for s in x.shape),
+                tuple(str(s) for s in x.stride()), x.requires_grad)
+    return (type(x).__name__, repr(x))
+
+
+class _Ref:
+    """A node argument, written by the node's position."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __repr__(self) -> str:
+        return f"%{self.k}"

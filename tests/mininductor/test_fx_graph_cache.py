@@ -1,0 +1,39 @@
+"""FxGraphCache: a graph equal to one compiled before (up to its placeholders' names) reuses that compile."""
+import torch
+
+import minidynamo
+from mininductor import fx_graph_cache, metrics
+
+from .utils import assert_same
+
+
+def test_equal_graphs_with_other_parameter_names_share_one_compile():
+    metrics.reset()
+    torch.manual_seed(0)
+    experts = [torch.nn.Linear(8, 8) for _ in range(3)]
+    x = torch.randn(4, 8)
+    results = []
+    for e in experts:  # three compiles of the same computation over different parameters
+        compiled = minidynamo.minicompile(lambda x, e=e: torch.nn.functional.gelu(e(x)))
+        results.append(compiled(x))
+    assert metrics.fx_graph_cache_hits == 2
+    for got, e in zip(results, experts):
+        assert_same(got, torch.nn.functional.gelu(e(x)), 1e-5, 1e-5)
+    assert metrics.generated_kernel_count == 1  # one fused kernel (bias + gelu), compiled once, reused twice
+
+
+def test_no_key_for_state_outside_the_inputs_or_reduce_overhead():
+    gm = torch.fx.symbolic_trace(torch.nn.Linear(3, 3))  # parameters read with get_attr
+    assert fx_graph_cache.cache_key(gm, [torch.randn(2, 3)], {}) is None
+    plain = torch.fx.symbolic_trace(lambda x: x.sin())
+    assert fx_graph_cache.cache_key(plain, [torch.randn(2)], {}) is not None
+    assert fx_graph_cache.cache_key(plain, [torch.randn(2)], {"mode": "reduce-overhead"}) is None
+
+
+def test_key_tells_shapes_dtypes_and_grad_mode_apart():
+    plain = torch.fx.symbolic_trace(lambda x: x.sin())
+    keys = {fx_graph_cache.cache_key(plain, [x], {}) for x in (torch.randn(2), torch.randn(3),
+                                                              torch.randn(2, dtype=torch.float64))}
+    with torch.no_grad():
+        keys.add(fx_graph_cache.cache_key(plain, [torch.randn(2)], {}))
+    assert len(keys) == 4
