@@ -100,12 +100,16 @@ def _changed_dims(output, source: Source, shape: tuple) -> set[int]:
 
 
 def int_is_dynamic(output, source: Source, value: int) -> bool:
-    """Is the int argument at ``source`` traced as a symbol?  Only plain arguments (and items of them) qualify."""
-    if type(value) is not int or value in (0, 1) or not _is_argument(source):
+    """Is the int argument at ``source`` traced as a symbol?  Only plain arguments (and items of them) qualify.
+
+    Under automatic dynamic an int that changed becomes a symbol even when it is now 0 or 1 (upstream creates
+    unspecialised ints with ``do_not_specialize_zero_one``): a counter read as 0, then 1, compiles twice, the
+    second time for every value.  Sizes keep 0 and 1 specialised."""
+    if type(value) is not int or not _is_argument(source):
         return False
     dynamic = getattr(output.ctx, "dynamic", None)
     if dynamic is not None:
-        return dynamic
+        return dynamic and value not in (0, 1)
     state = frame_state(output, source.name())
     entry = state.get(source.name())
     if entry is None or not isinstance(entry.size, int):

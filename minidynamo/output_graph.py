@@ -172,7 +172,8 @@ class OutputGraph:
         """An int argument traced as a symbol: a placeholder whose example value is a SymInt."""
         from .variables.sym_node import SymNodeVariable
         guard_source = dynamic_shapes.ShapeGuardSource(source.name())
-        sym = self.shape_env.create_symbol(value, guard_source, dynamic_dim=DimDynamic.DYNAMIC)
+        sym = self.shape_env.create_symbol(value, guard_source, dynamic_dim=DimDynamic.DYNAMIC, positive=None,
+                                           do_not_specialize_zero_one=True)  # an int, not a size: any value
         sym_int = self.shape_env.create_symintnode(sym, hint=value, source=guard_source)
         self.symbol_frames.setdefault(sym, self.user_frame())
         self.int_symbols.append((source.name(), sym))

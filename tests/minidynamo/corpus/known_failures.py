@@ -7,7 +7,4 @@ test runs as a plain test); the oracle self-test ignores it too.  Keys are pytes
 
 KNOWN_FAILURES: dict[str, str] = {
     # Python constructs the translator refuses or breaks on (real Dynamo captures one graph)
-    "test_program[functions.closure_cell_mutated_across_calls]":
-        "`nonlocal count; count += 1` in a compiled closure now gives eager's values, but `count` is specialised "
-        "(one graph per value: no automatic dynamic ints) where real Dynamo makes it a SymInt input",
 }
