@@ -29,8 +29,8 @@ from .output_graph import OutputGraph
 from .source import LocalSource
 from .exc import Unsupported, unimplemented
 from .resume_execution import (Continuation, GradModeExit, bind_closure, compiled_callee, copy_instruction,
-                               enter_autocast, enter_record_function, forward_jump_name, make_resume_code)
-from .utils import counters, unique_id
+                               enter_autocast, enter_record_function, forward_jump_name)
+from .utils import counters
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker
 from .variables.dicts import DictVariable
@@ -100,6 +100,14 @@ def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
 
 
+def handlers_covering(code: types.CodeType, offset: int) -> list[list[str]]:
+    """The first two opnames of each exception handler whose try range covers ``offset`` (what kind it is)."""
+    instrs = bt.decode(code)
+    index = {i.offset: k for k, i in enumerate(instrs)}
+    return [[i.opname for i in instrs[index[e.target]:index[e.target] + 2]]
+            for e in dis.Bytecode(code).exception_entries if e.start <= offset < e.end and e.target in index]
+
+
 def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
     """Is ``offset`` in the body of a 3.12 inlined comprehension (PEP 709)?
 
@@ -108,16 +116,7 @@ def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
     the GPU machine's 3.12 (a later ``torch.stack`` got an empty list), so such a frame runs eagerly until a
     3.12 test environment is available here to debug it.  On 3.11 a comprehension is its own frame.
     """
-    if not bt.PY312:
-        return False
-    instrs = bt.decode(code)
-    index = {i.offset: k for k, i in enumerate(instrs)}
-    for entry in dis.Bytecode(code).exception_entries:
-        k = index.get(entry.target)
-        if entry.start <= offset < entry.end and k is not None and \
-                [i.opname for i in instrs[k:k + 2]] == ["SWAP", "POP_TOP"]:
-            return True
-    return False
+    return bt.PY312 and ["SWAP", "POP_TOP"] in handlers_covering(code, offset)
 
 
 def cells_movable(code: types.CodeType) -> bool:
@@ -143,16 +142,8 @@ def cells_movable(code: types.CodeType) -> bool:
 
 def inside_try_block(code: types.CodeType, offset: int) -> bool:
     """Is ``offset`` protected by a try/except/finally handler (``with`` blocks and 3.12 comprehensions aside)?"""
-    instrs = bt.decode(code)
-    index = {i.offset: k for k, i in enumerate(instrs)}
-    for entry in dis.Bytecode(code).exception_entries:
-        if not entry.start <= offset < entry.end:
-            continue
-        k = index.get(entry.target)
-        handler = [i.opname for i in instrs[k:k + 2]] if k is not None else []
-        if handler[:1] == ["PUSH_EXC_INFO"] and handler[1:2] != ["WITH_EXCEPT_START"]:
-            return True
-    return False
+    return any(h[:1] == ["PUSH_EXC_INFO"] and h[1:2] != ["WITH_EXCEPT_START"]
+               for h in handlers_covering(code, offset))
 
 
 def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None,
@@ -313,7 +304,7 @@ class _ReenteredAutocast(VariableTracker):
 
 def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
     """Stack entries that only exist in the tracer become real objects the native code can use."""
-    from .variables import NullVariable, WithExitFunctionVariable
+    from .variables import WithExitFunctionVariable
     from .variables.ctx_manager import AutocastModeVariable, GradModeVariable, RecordFunctionVariable
     if isinstance(v, WithExitFunctionVariable):
         if isinstance(v.ctx, GradModeVariable):

@@ -75,23 +75,6 @@ def no_aliasing(*tensors) -> bool:
     return len({id(t) for t in tensors}) == len(tensors)
 
 
-def autocast_state() -> tuple:
-    from .variables.ctx_manager import autocast_state as state
-    return state()
-
-
-def any_global_module_hooks() -> bool:
-    from .variables.nn_module import any_global_module_hooks as any_hooks
-    return any_hooks()
-
-
-def _real(fn: Callable) -> Callable:
-    """The function a lazy-import shim above stands for: check functions call it directly (they run per call)."""
-    from .variables import ctx_manager, nn_module
-    return {autocast_state: ctx_manager.autocast_state,
-            any_global_module_hooks: nn_module.any_global_module_hooks}.get(fn, fn)
-
-
 @dataclasses.dataclass(frozen=True)
 class ModuleSpec:
     """What an NN_MODULE guard expects: the module's type and the ids of its forward (pre-)hooks, in order.
@@ -183,12 +166,14 @@ class GuardManager:
     """Compiles a list of guards into one Python function, ``check(L, G) -> bool``."""
 
     def __init__(self, guards: list[Guard]):
+        from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
+        from .variables.nn_module import any_global_module_hooks
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
                                         "___default_dtype": torch.get_default_dtype, "sys": sys,
-                                        "___global_module_hooks": _real(any_global_module_hooks),
-                                        "___autocast_state": _real(autocast_state),
+                                        "___global_module_hooks": any_global_module_hooks,
+                                        "___autocast_state": autocast_state,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
