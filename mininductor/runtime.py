@@ -319,6 +319,7 @@ class CudaGraphRunner:
         self.mutated = mutated
         self.static_inputs = [x if _is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
                               for x in example_inputs]
+        self.in_place = [k for k, x in enumerate(example_inputs) if _is_static_input(x)]  # recorded on the real one
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -330,9 +331,13 @@ class CudaGraphRunner:
             self.static_outputs = self.call(list(self.static_inputs))
 
     def __call__(self, inputs: list):
+        if any(self.static_inputs[k].data_ptr() != inputs[k].data_ptr() for k in self.in_place):
+            # Other parameters than the recorded ones (another module of the same type passed the guards): they
+            # must not be copied into the recorded parameters, which belong to a live module. Run without the graph.
+            return self.call(list(inputs))
         for dst, src in zip(self.static_inputs, inputs):
             if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr():
-                dst.copy_(src)  # a parameter that moved is copied too: correct, only slower
+                dst.copy_(src)
         self.graph.replay()
         for k in self.mutated:  # the replay updated the static copy: write it back into the caller's tensor
             dst, src = self.static_inputs[k], inputs[k]

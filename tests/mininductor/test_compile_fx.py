@@ -126,3 +126,30 @@ def test_record_function_and_grad_mode_calls_in_a_dynamo_style_graph():
     assert_same(out, ((x + 1).sum(-1), torch.softmax(x + 1, -1)))
     assert metrics.fallback_count == 2
     assert any(e.name == "MoE_Routing" for e in prof.events())
+
+
+def test_cuda_graph_replay_never_writes_into_another_modules_parameters():
+    """reduce-overhead records on the real parameters ([Note: static inputs] in runtime.py). If a call brings other
+    parameters (another module of the same type passes the guards), the recorded ones must stay untouched and the
+    call runs without the graph. The replay itself needs CUDA; this checks the dispatch with a stand-in graph."""
+    from mininductor.runtime import CudaGraphRunner
+
+    class Replays:
+        count = 0
+
+        def replay(self):
+            Replays.count += 1
+
+    recorded_weight, activation = torch.nn.Parameter(torch.ones(3)), torch.zeros(3)
+    runner = object.__new__(CudaGraphRunner)
+    runner.call = lambda inputs: ("plain", inputs[0] * inputs[1])
+    runner.mutated = frozenset()
+    runner.static_inputs = [recorded_weight, activation.clone()]
+    runner.in_place = [0]
+    runner.graph, runner.static_outputs = Replays(), ("replayed",)
+    x = torch.full((3,), 2.0)
+    assert runner([recorded_weight, x]) == ("replayed",) and torch.equal(runner.static_inputs[1], x)
+    other_weight = torch.nn.Parameter(torch.full((3,), 5.0))
+    kind, value = runner([other_weight, x])
+    assert kind == "plain" and torch.equal(value, torch.full((3,), 10.0))
+    assert torch.equal(recorded_weight, torch.ones(3)) and Replays.count == 1
