@@ -33,6 +33,9 @@ looped_reduction_rblock: int | None = None
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False
 
+# L2 hints on reduction loads (see TritonKernel._eviction; bench/kernel_configs.py measures them).
+eviction_policies: bool = True
+
 # Under Triton's interpreter each program costs milliseconds: use one huge block instead.
 interpret_block_max: int = 1 << 16
 

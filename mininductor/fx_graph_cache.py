@@ -44,8 +44,16 @@ def cache_key(gm: torch.fx.GraphModule, example_inputs: list, changes: dict) -> 
     inputs = [_input_text(x) for x in example_inputs]
     # a symbolic graph (served per size) and its static specialisations for one size are different compiles
     state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
-             torch.is_autocast_enabled("cuda"), sorted(changes.items()), config.mode)
+             torch.is_autocast_enabled("cuda"), sorted(changes.items()), _config_state())
     return f"{graph}\n{inputs}\n{state!r}"
+
+
+def _config_state() -> tuple:
+    """mininductor's knobs that change the generated code (mode, block limits, fusion...): a compile made under
+    other settings is another compile. Where output goes (debug, debug_dir, cache_dir) does not count."""
+    return tuple((k, v) for k, v in sorted(vars(config).items())
+                 if not k.startswith("_") and k not in ("debug", "debug_dir", "cache_dir")
+                 and isinstance(v, (bool, int, float, str, type(None))))
 
 
 def lookup(key: str | None) -> Callable | None:

@@ -131,6 +131,50 @@ def load_module(source: str, interpret: bool):
 
 
 # ------------------------------------------------------------------------------------------------ launcher
+def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", interpret: bool = False) -> list[dict]:
+    """The block sizes a kernel may be launched with (the first is the default; the GPU times them all once).
+
+    The code generator reads them too: when every candidate block divides a static size, the kernel's mask on
+    that axis is always true and is written as a constant (``tl.full(..., True)``), which Triton folds away.
+    """
+    x, r = next_power_of_2(xnumel), next_power_of_2(rnumel)
+    if interpret:
+        cap = config.interpret_block_max
+        if kind == "poi":
+            return [{"XBLOCK": min(x, cap)}]
+        if kind == "tile":
+            return [{"XBLOCK": min(x, 256), "RBLOCK": min(r, 256)}]
+        rblock = min(r, cap, config.looped_reduction_rblock or cap)
+        return [{"XBLOCK": max(1, min(x, cap // rblock)), "RBLOCK": rblock}]
+    if kind == "poi":
+        if x <= 1024:
+            return [{"XBLOCK": max(x, 128), "num_warps": 4}]
+        if config.mode != "max-autotune":
+            return [{"XBLOCK": 1024, "num_warps": 4}]
+        return [{"XBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2048, "num_warps": 8},
+                {"XBLOCK": 512, "num_warps": 4}, {"XBLOCK": 4096, "num_warps": 8}]
+    if kind == "tile":
+        return [{"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
+                {"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
+                {"XBLOCK": 64, "RBLOCK": 32, "num_warps": 4}]
+    if kind == "per":
+        xblock = max(1, min(x, 2048 // r if r < 2048 else 1))
+        warps = max(1, min(16, (xblock * r) // 512))
+        cands = [{"XBLOCK": xblock, "RBLOCK": r, "num_warps": warps}]
+        for w in (4, 8, 16, 32):
+            if w != warps and w * 32 <= xblock * r:
+                cands.append({"XBLOCK": xblock, "RBLOCK": r, "num_warps": w})
+        return cands
+    if config.looped_reduction_rblock:
+        return [{"XBLOCK": 1, "RBLOCK": config.looped_reduction_rblock, "num_warps": 4}]
+    if hint == "outer":  # columns: a few contiguous outputs per program, many rows per step
+        return [{"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
+                {"XBLOCK": 16, "RBLOCK": 256, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
+                {"XBLOCK": 64, "RBLOCK": 8, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 4}]
+    return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
+            {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
+
+
 class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
@@ -150,42 +194,7 @@ class KernelLauncher:
         self.tuned = self.interpret or len(self.configs) == 1
 
     def _candidate_configs(self) -> list[dict]:
-        x, r = next_power_of_2(self.xnumel), next_power_of_2(self.rnumel)
-        if self.interpret:
-            cap = config.interpret_block_max
-            if self.kind == "poi":
-                return [{"XBLOCK": min(x, cap)}]
-            if self.kind == "tile":
-                return [{"XBLOCK": min(x, 256), "RBLOCK": min(r, 256)}]
-            rblock = min(r, cap, config.looped_reduction_rblock or cap)
-            return [{"XBLOCK": max(1, min(x, cap // rblock)), "RBLOCK": rblock}]
-        if self.kind == "poi":
-            if x <= 1024:
-                return [{"XBLOCK": max(x, 128), "num_warps": 4}]
-            if config.mode != "max-autotune":
-                return [{"XBLOCK": 1024, "num_warps": 4}]
-            return [{"XBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2048, "num_warps": 8},
-                    {"XBLOCK": 512, "num_warps": 4}, {"XBLOCK": 4096, "num_warps": 8}]
-        if self.kind == "tile":
-            return [{"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
-                    {"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
-                    {"XBLOCK": 64, "RBLOCK": 32, "num_warps": 4}]
-        if self.kind == "per":
-            xblock = max(1, min(x, 2048 // r if r < 2048 else 1))
-            warps = max(1, min(16, (xblock * r) // 512))
-            cands = [{"XBLOCK": xblock, "RBLOCK": r, "num_warps": warps}]
-            for w in (4, 8, 16, 32):
-                if w != warps and w * 32 <= xblock * r:
-                    cands.append({"XBLOCK": xblock, "RBLOCK": r, "num_warps": w})
-            return cands
-        if config.looped_reduction_rblock:
-            return [{"XBLOCK": 1, "RBLOCK": config.looped_reduction_rblock, "num_warps": 4}]
-        if self.hint == "outer":  # columns: a few contiguous outputs per program, many rows per step
-            return [{"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
-                    {"XBLOCK": 16, "RBLOCK": 256, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
-                    {"XBLOCK": 64, "RBLOCK": 8, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 4}]
-        return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
-                {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
+        return candidate_configs(self.kind, self.xnumel, self.rnumel, self.hint, self.interpret)
 
     def _numels(self, args) -> tuple[int, int]:
         if not self.symbolic:
@@ -195,8 +204,8 @@ class KernelLauncher:
     def _grid(self, cfg: dict, args=()) -> tuple:
         xnumel, rnumel = self._numels(args)
         grid = ((xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
-        if self.kind == "tile":
-            grid = grid + ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
+        if self.kind == "tile":  # blocks of columns on axis 0 (see TritonKernel._header)
+            grid = ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],) + grid
         return grid
 
     def _launch(self, cfg: dict, args):

@@ -42,6 +42,7 @@ from ..indexing import (
     sym,
     texpr,
 )
+from ..runtime import candidate_configs
 from ..scheduler import RINDEX, XINDEX, FusedSchedulerNode
 from ..virtualized import V
 from .triton_ops import BINARY, TL_DTYPE, UNARY, compute_dtype, constant_repr
@@ -103,6 +104,7 @@ class TritonKernel(ReductionCodegenMixin):
         self._acc = itertools.count()
         self.loaded_from_memory: set[str] = set()
         self.mask_stack: list[str] = []
+        self.loop_loads: dict[str, set[int]] = {}  # buffer -> sections of a looped kernel that load it
         self.r_node = False
         self._in_post = False  # True while emitting a looped reduction's final reduce (after its loop)
         self.name = self._kernel_name(index)
@@ -139,7 +141,7 @@ class TritonKernel(ReductionCodegenMixin):
                 for s in sizes[:k + 1]:
                     outer *= s
                 inner = self.numel // outer
-                if outer < 16 or inner < 16 or inner > 65535 * 32:  # grid axis 1 holds at most 65535
+                if outer < 16 or inner < 16 or outer > 65535 * 32:  # grid axis 1 (rows) holds at most 65535
                     return None
                 if all(n.plan((outer, inner)) is not None for n in self.fused.snodes):
                     return outer, inner
@@ -253,10 +255,32 @@ class TritonKernel(ReductionCodegenMixin):
         if not sympy.sympify(index).free_symbols:  # one element: a [1] block, like our constants
             text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {'[1]' if self.ndim == 1 else '[1, 1]'})"
         else:
-            text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0)"
+            text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0{self._eviction(name, idx)})"
         if compute_dtype(dtype) != dtype:
             text += ".to(tl.float32)"
         return self._emit(text, compute_dtype(dtype))
+
+    def _eviction(self, name: str, idx: str) -> str:
+        """An L2 hint for a reduction's row load, decided when the kernel is rendered (``_render``).
+
+        A looped kernel (Inductor's rule) keeps a row it reads again in a later loop ('evict_last') and streams
+        the last read ('evict_first'); blocks every row reads (a norm's weight) need no hint.  A persistent
+        kernel reads each row once: we stream it only when the kernel writes nothing row-sized (a plain row
+        sum), measured on an H200 (bench/kernel_configs.py): the hint made x.sum(-1) 5% faster but norms and
+        softmax, whose outputs are rows too, 2-4% slower."""
+        if self.kind not in ("per", "red") or not config.eviction_policies or \
+                not any(v[0] == "x" for v in _free_names(idx)):
+            return ""
+        section = len(self.sections) - 1 if self.kind == "red" else -1
+        self.loop_loads.setdefault(name, set()).add(section)
+        return f", eviction_policy=<{name}@{section}>"
+
+    def _eviction_text(self, name: str, section: int) -> str:
+        if section >= 0:
+            return "'evict_last'" if any(later > section for later in self.loop_loads[name]) else "'evict_first'"
+        writes_rows = any(isinstance(line, _Store) and "r" in {v[0] for v in _free_names(line.text)}
+                          for s in self.sections for line in s.lines + s.post)
+        return "'evict_first'" if not writes_rows else "None"
 
     def _store_index(self, index) -> str:
         """A constant index (a scalar output) still needs a block of pointers to store a block."""
@@ -463,26 +487,42 @@ class TritonKernel(ReductionCodegenMixin):
         out += ["    " + line for line in body]
         return "\n".join(out) + "\n"
 
+    def _blocks_divide(self) -> tuple[bool, bool]:
+        """Whether every block size the launcher may pick divides ``numel`` (and ``rnumel``): then no program
+        runs past the end on that axis, the mask is always true, and we write it as a constant that Triton folds
+        away (loads and stores without predicates), as Inductor does for static sizes."""
+        if is_symbolic(self.numel) or is_symbolic(self.rnumel):
+            return False, False
+        configs = candidate_configs(self.kind, self.numel, self.rnumel, self.hint, self.interpret)
+        x_even = all(self.numel % c["XBLOCK"] == 0 for c in configs)
+        r_even = self.kind != "poi" and all(self.rnumel % c["RBLOCK"] == 0 for c in configs)
+        return x_even, r_even
+
     def _header(self) -> list[str]:
-        if self.kind == "poi":
-            lines = ["xoffset = tl.program_id(0) * XBLOCK",
-                     "xindex = xoffset + tl.arange(0, XBLOCK)",
-                     "xmask = xindex < xnumel"]
-        else:
-            lines = ["xoffset = tl.program_id(0) * XBLOCK",
-                     "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
-                     "xmask = xindex < xnumel"]
+        x_even, r_even = self._blocks_divide()
+        shape = "[XBLOCK]" if self.kind == "poi" else "[XBLOCK, 1]"
+        # a tile kernel walks blocks of columns on grid axis 0: programs launched together then write (and read)
+        # neighbouring columns of the same rows (1-2% faster than rows first on an H200: bench/kernel_configs.py)
+        x_axis, r_axis = (1, 0) if self.kind == "tile" else (0, 1)
+        lines = [f"xoffset = tl.program_id({x_axis}) * XBLOCK",
+                 "xindex = xoffset + tl.arange(0, XBLOCK)" + ("" if self.kind == "poi" else "[:, None]"),
+                 f"xmask = tl.full({shape}, True, tl.int1)  # XBLOCK divides xnumel" if x_even
+                 else "xmask = xindex < xnumel"]
         if self._needs_int64():
             lines.insert(1, "xoffset = xoffset.to(tl.int64)")
         lines += self._index_var_lines("x")
         if self.kind == "tile":
-            lines += ["roffset = tl.program_id(1) * RBLOCK",
-                      "rindex = roffset + tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
-            lines += self._index_var_lines("r")
+            lines += [f"roffset = tl.program_id({r_axis}) * RBLOCK", "rindex = roffset + tl.arange(0, RBLOCK)[None, :]"]
         if self.kind == "per":
-            lines += ["rindex = tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
-            lines += self._index_var_lines("r")
+            lines.append("rindex = tl.arange(0, RBLOCK)[None, :]")
+        if self.kind in ("tile", "per"):
+            lines += [self._rmask_line(r_even)] + self._index_var_lines("r")
         return lines
+
+    def _rmask_line(self, r_even: bool) -> str:
+        if r_even:
+            return "rmask = tl.full([1, RBLOCK], True, tl.int1)  # RBLOCK divides rnumel"
+        return "rmask = rindex < rnumel"
 
     def _needs_int64(self) -> bool:
         sizes = [self.numel, self.rnumel, *[V.graph.get_buffer(n).get_numel() for n in self.args]]
@@ -494,7 +534,7 @@ class TritonKernel(ReductionCodegenMixin):
         lines = [self._render(x, removed) for x in section.pre]
         if section.kind == "loop":
             lines.append("for roffset in range(0, rnumel, RBLOCK):")
-            inner = ["rindex = roffset + tl.arange(0, RBLOCK)[None, :]", "rmask = rindex < rnumel"]
+            inner = ["rindex = roffset + tl.arange(0, RBLOCK)[None, :]", self._rmask_line(self._blocks_divide()[1])]
             inner += self._index_var_lines("r")
             if section.barrier:
                 inner.append("tl.debug_barrier()")
@@ -505,11 +545,13 @@ class TritonKernel(ReductionCodegenMixin):
         lines += [self._render(x, removed) for x in section.post]
         return [x for x in lines if x is not None]
 
-    @staticmethod
-    def _render(line, removed):
+    def _render(self, line, removed):
         if isinstance(line, _Store):
             return None if line.name in removed else line.text
-        return line
+        for name, sections in self.loop_loads.items():
+            for k in sections:
+                line = line.replace(f"<{name}@{k}>", self._eviction_text(name, k))
+        return line.replace(", eviction_policy=None", "")
 
 
 def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:

@@ -30,7 +30,7 @@ UNARY = {
     "log2": ("tl.log2({0})", "float"),
     "log10": ("tl.log({0}) * 0.4342944819032518", "float"),
     "sqrt": ("tl.sqrt({0})", "float"),
-    "rsqrt": ("1.0 / tl.sqrt({0})", "float"),
+    "rsqrt": ("tl.rsqrt({0})", "float"),
     "sin": ("tl.sin({0})", "float"),
     "cos": ("tl.cos({0})", "float"),
     "tan": ("tl.sin({0}) / tl.cos({0})", "float"),

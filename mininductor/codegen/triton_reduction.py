@@ -3,7 +3,7 @@
 Persistent kernels reduce a whole ``[XBLOCK, RBLOCK]`` block at once (``tl.sum(v, 1)[:, None]``); looped kernels
 keep a ``[XBLOCK, RBLOCK]`` accumulator across chunks (declared before the loop, combined inside, reduced after).
 Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``/``min`` propagate NaN like
-``torch.amax`` (``tl.max`` alone would drop it); ``argmax``/``argmin`` return the first index of the extreme
+``torch.amax`` (``tl.max`` alone would drop it: we reduce with a NaN-keeping combine, ``_maximum_nan``); ``argmax``/``argmin`` return the first index of the extreme
 value, NaN counting as the largest, as eager does. ``cumsum`` is ``tl.cumsum`` plus a running carry when looped.
 """
 from __future__ import annotations
@@ -34,6 +34,15 @@ class ReductionCodegenMixin:
 
     # ------------------------------------------------------------------------------------------- reductions
     def reduction(self, dtype, src_dtype, reduction_type: str, value: str) -> str:
+        """Reduce ``value`` along the row; the same reduction of the same value is computed once (a
+        decomposed ``var`` and the ``mean`` beside it both sum the row: one ``tl.sum``)."""
+        key = f"reduction {reduction_type} {src_dtype} {dtype} {value} {self.mask_stack}"
+        hit = self.scope.lookup("cse", key)
+        if hit is None:
+            hit = self.scope.cse[key] = self._reduction(dtype, src_dtype, reduction_type, value)
+        return hit
+
+    def _reduction(self, dtype, src_dtype, reduction_type: str, value: str) -> str:
         acc_dtype = compute_dtype(src_dtype) if reduction_type not in ("any", "all") else torch.bool
         if reduction_type in ("any", "all"):
             value = self._emit(f"({value} != 0).to(tl.int8)", torch.int8)
@@ -54,11 +63,12 @@ class ReductionCodegenMixin:
         if rtype in ("any", "all"):
             fn = "tl.max" if rtype == "any" else "tl.min"
             return emit(f"{fn}({block}, 1)[:, None] != 0", torch.bool)
-        fn = "tl.max" if rtype in ("max", "argmax") else "tl.min"
-        best = emit(f"{fn}({block}, 1)[:, None]", acc_dtype)
-        if acc_dtype.is_floating_point:
-            has_nan = emit(f"tl.max(({block} != {block}).to(tl.int8), 1)[:, None] > 0", torch.bool)
-            best = emit(f"tl.where({has_nan}, float('nan'), {best})", acc_dtype)
+        if acc_dtype.is_floating_point:  # one pass that keeps NaN (tl.max would drop it)
+            combine = "_maximum_nan" if rtype in ("max", "argmax") else "_minimum_nan"
+            best = emit(f"tl.reduce({block}, 1, {combine})[:, None]", acc_dtype)
+        else:
+            fn = "tl.max" if rtype in ("max", "argmax") else "tl.min"
+            best = emit(f"{fn}({block}, 1)[:, None]", acc_dtype)
         if rtype in ("max", "min"):
             return best
         hit = f"({block} == {best}) | (({block} != {block}) & ({best} != {best}))"

@@ -32,6 +32,16 @@ from mininductor.runtime import KernelLauncher, empty_strided, ensure_layout, re
 def _prod_combine(a, b):
     return a * b
 
+
+@triton.jit
+def _maximum_nan(a, b):  # max that keeps NaN, like torch.amax
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
 '''
 
 

@@ -3,6 +3,7 @@ horizontal siblings, the recorded reason when a pair is not fused, and dead-buff
 import torch
 import torch.nn.functional as F
 
+import mininductor
 from mininductor import metrics
 
 from .utils import check
@@ -24,6 +25,34 @@ def test_softmax_last_dim_is_one_kernel():
 def test_layer_norm_is_one_kernel():
     w, b = torch.randn(130), torch.randn(130)
     check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5)
+
+
+def test_layer_norm_sums_each_row_twice_not_three_times():
+    # the decomposed var and the mean beside it both sum x: the kernel computes that sum once (reduction CSE)
+    w, b = torch.randn(130), torch.randn(130)
+    compiled = check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5)
+    assert compiled.source.count("tl.sum(") == 2
+
+
+def test_masks_are_constant_when_blocks_divide_the_sizes():
+    # 64 rows of 128: every block the launcher may pick divides both sizes, so no lane is ever out of range
+    # and the masks are written as constants (Triton drops the predicates); 33 x 130 keeps real masks.
+    compiled = check(lambda x: torch.softmax(x, -1), torch.randn(64, 128), kernels=1)
+    assert "xmask = tl.full([XBLOCK, 1], True, tl.int1)" in compiled.source
+    assert "rmask = tl.full([1, RBLOCK], True, tl.int1)" in compiled.source
+    compiled = check(lambda x: torch.softmax(x, -1), X, kernels=1)
+    assert "xmask = xindex < xnumel" in compiled.source and "rmask = rindex < rnumel" in compiled.source
+
+
+def test_eviction_hints_on_reduction_loads(monkeypatch):
+    # a plain row sum streams its rows; a softmax (rows in, rows out) gets no hint; a looped layer_norm keeps the
+    # row for its second loop ('evict_last') and streams it in the last one ('evict_first')
+    assert "eviction_policy='evict_first'" in check(lambda x: x.sum(-1), X, kernels=1).source
+    assert "eviction_policy" not in check(lambda x: torch.softmax(x, -1), X, kernels=1).source
+    monkeypatch.setattr(mininductor.config, "looped_reduction_rblock", 32)
+    w, b = torch.randn(130), torch.randn(130)
+    source = check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5).source
+    assert "triton_red_" in source and source.index("'evict_last'") < source.index("'evict_first'")
 
 
 def test_sum_divided_by_n_is_one_kernel():

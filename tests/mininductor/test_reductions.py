@@ -77,8 +77,9 @@ def test_reduction_of_strided_views(reduction_kind):
 
 def test_cumsum_is_a_scan_kernel(reduction_kind):
     x = X.reshape(6, 37 * 11)[:, :41].contiguous()
-    check(lambda x: (x.cumsum(-1), x.cumsum(0) * 2, (x > 0).cumsum(1), x.half().cumsum(-1)), x,
-          atol=2e-3, rtol=2e-3, fallbacks=0)
+    check(lambda x: (x.cumsum(-1), x.cumsum(0) * 2, (x > 0).cumsum(1)), x, atol=2e-3, rtol=2e-3, fallbacks=0)
+    # an fp16 running sum of ~6 differs from eager's by an fp16 rounding step (4e-3) where the sums' order differs
+    check(lambda x: x.half().cumsum(-1), x, atol=1e-2, rtol=2e-3, fallbacks=0)
 
 
 def test_split_reduction_for_few_long_rows(reduction_kind, monkeypatch):
