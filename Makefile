@@ -6,7 +6,16 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test setup dot lint clean
 
+# A GPU machine whose python3 already has a CUDA build of torch, Triton and our pure-Python needs (set up by its
+# owner, perhaps without network access) runs with that interpreter; everywhere else we build the venv.
+HAVE_GPU_PYTHON := $(shell $(PYTHON) -c "import torch, triton, bytecode; assert torch.cuda.is_available()" \
+                     >/dev/null 2>&1 && echo yes)
+ifeq ($(HAVE_GPU_PYTHON),yes)
+PY := $(PYTHON)
+setup: dot
+else
 setup: $(STAMP) dot
+endif
 
 # torch==2.13.0 is pinned first because that CPU wheel lies on the machine's disk; an unpinned
 # torch would download a multi-GB CUDA build.
