@@ -3,7 +3,8 @@
 Persistent kernels reduce a whole ``[XBLOCK, RBLOCK]`` block at once (``tl.sum(v, 1)[:, None]``); looped kernels
 keep a ``[XBLOCK, RBLOCK]`` accumulator across chunks (declared before the loop, combined inside, reduced after).
 Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``/``min`` propagate NaN like
-``torch.amax`` (``tl.max`` alone would drop it: we reduce with a NaN-keeping combine, ``_maximum_nan``); ``argmax``/``argmin`` return the first index of the extreme
+``torch.amax`` (``tl.max`` alone would drop it: compiled, we reduce with a NaN-keeping combine, ``_maximum_nan``; interpreted,
+where ``tl.reduce`` is slow, ``tl.max`` plus a NaN check); ``argmax``/``argmin`` return the first index of the extreme
 value, NaN counting as the largest, as eager does. ``cumsum`` is ``tl.cumsum`` plus a running carry when looped.
 """
 from __future__ import annotations
@@ -63,12 +64,15 @@ class ReductionCodegenMixin:
         if rtype in ("any", "all"):
             fn = "tl.max" if rtype == "any" else "tl.min"
             return emit(f"{fn}({block}, 1)[:, None] != 0", torch.bool)
-        if acc_dtype.is_floating_point:  # one pass that keeps NaN (tl.max would drop it)
+        fn = "tl.max" if rtype in ("max", "argmax") else "tl.min"
+        if acc_dtype.is_floating_point and not self.interpret:  # one pass that keeps NaN (tl.max would drop it)
             combine = "_maximum_nan" if rtype in ("max", "argmax") else "_minimum_nan"
             best = emit(f"tl.reduce({block}, 1, {combine})[:, None]", acc_dtype)
         else:
-            fn = "tl.max" if rtype in ("max", "argmax") else "tl.min"
             best = emit(f"{fn}({block}, 1)[:, None]", acc_dtype)
+        if acc_dtype.is_floating_point and self.interpret:  # interpreted, tl.reduce is slow: a NaN check beside
+            has_nan = emit(f"tl.max(({block} != {block}).to(tl.int8), 1)[:, None] > 0", torch.bool)
+            best = emit(f"tl.where({has_nan}, float('nan'), {best})", acc_dtype)
         if rtype in ("max", "min"):
             return best
         hit = f"({block} == {best}) | (({block} != {block}) & ({best} != {best}))"
