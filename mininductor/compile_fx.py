@@ -9,6 +9,8 @@ otherwise a private inference trace with ``make_fx`` + functionalization), then 
 
     GraphLowering (lowerings -> IR)  ->  Scheduler (fusion)  ->  WrapperCodeGen (output_code.py)
     ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)  ->  call(args)
+
+Each stage's time is added to ``metrics.phase_times`` (``bench/compile_time.py`` prints them).
 """
 from __future__ import annotations
 
@@ -94,12 +96,17 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
 def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None):
     graph = GraphLowering(aten_gm, list(example_inputs), size_hints)
     with torch.no_grad(), V.set_graph_handler(graph):
-        graph.run(*example_inputs)
+        with metrics.timed("lowering"):
+            graph.run(*example_inputs)
         graph.current_node = None
-        scheduler = Scheduler(graph)
-        source = WrapperCodeGen(graph, scheduler).generate()
+        with metrics.timed("scheduling"):
+            scheduler = Scheduler(graph)
+        with metrics.timed("codegen"):
+            wrapper = WrapperCodeGen(graph, scheduler)
+            source = wrapper.generate()
     _debug_dump(aten_gm, graph, scheduler, source)
-    module = load_module(source, interpret=graph.device.type != "cuda")
+    with metrics.timed("load"):
+        module = load_module(source, interpret=graph.device.type != "cuda")
     return graph, source, module
 
 
@@ -119,7 +126,8 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Compi
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    aten_gm, _ = trace_inference(gm, fakes)
+    with metrics.timed("aot"):
+        aten_gm, _ = trace_inference(gm, fakes)
     if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
@@ -155,14 +163,15 @@ def _plain_containers(value):
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
                options: dict | None = None) -> Callable:
     """A ``torch.compile`` backend: ``compile_fx(gm, example_inputs)(*example_inputs) == gm(*example_inputs)``."""
-    changes = dict(options or {})
-    if mode is not None:
-        changes["mode"] = mode
-    key = fx_graph_cache.cache_key(gm, example_inputs, changes)
-    cached = fx_graph_cache.lookup(key)
-    if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
-        return cached
-    return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
+    with metrics.timed("backend"):
+        changes = dict(options or {})
+        if mode is not None:
+            changes["mode"] = mode
+        key = fx_graph_cache.cache_key(gm, example_inputs, changes)
+        cached = fx_graph_cache.lookup(key)
+        if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
+            return cached
+        return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
 
 
 def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
@@ -180,15 +189,17 @@ def _compile_fx(gm, example_inputs):
     aot = _aot_module()
     if aot is not None:
         try:
-            return aot(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
-                       decompositions=select_decomp_table())
+            with metrics.timed("aot"):  # tracing to ATen; the compiles it calls back are timed on their own
+                return aot(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+                           decompositions=select_decomp_table())
         except Exception as e:
             if any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs) \
                     and torch.is_grad_enabled():
                 raise
             warnings.warn(f"mininductor: aot_module failed ({type(e).__name__}: {e}); tracing for inference")
     try:
-        aten_gm, _ = trace_inference(gm, example_inputs)
+        with metrics.timed("aot"):
+            aten_gm, _ = trace_inference(gm, example_inputs)
     except (GuardOnDataDependentSymNode, DataDependentOutputException) as e:
         # an output shape depends on data (x[x > 0], nonzero): Dynamo would break the graph here; run it eagerly
         warnings.warn(f"mininductor: running the graph eagerly, it has a data-dependent shape ({e})")
