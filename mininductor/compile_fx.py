@@ -8,7 +8,8 @@
 otherwise a private inference trace with ``make_fx`` + functionalization), then ``compile_fx_inner`` runs:
 
     GraphLowering (lowerings -> IR)  ->  Scheduler (fusion)  ->  WrapperCodeGen (output_code.py)
-    ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)  ->  call(args)
+    ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)
+    ->  async_compile.maybe_precompile (GPU: the kernels compile in parallel)  ->  call(args)
 
 Each stage's time is added to ``metrics.phase_times`` (``bench/compile_time.py`` prints them).
 """
@@ -24,7 +25,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-from . import config, fx_graph_cache, metrics
+from . import async_compile, config, fx_graph_cache, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
@@ -107,6 +108,8 @@ def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None):
     _debug_dump(aten_gm, graph, scheduler, source)
     with metrics.timed("load"):
         module = load_module(source, interpret=graph.device.type != "cuda")
+    # GPU: compile the kernels side by side now, rather than one by one as the first call launches them
+    async_compile.maybe_precompile(module, wrapper.kernels, graph, graph.device, metrics.timed)
     return graph, source, module
 
 
