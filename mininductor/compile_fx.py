@@ -94,8 +94,9 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
     return CompiledGraph(module, spec, example_inputs, source, mutated)
 
 
-def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None):
+def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None, shape_env=None):
     graph = GraphLowering(aten_gm, list(example_inputs), size_hints)
+    graph.shape_env = shape_env
     with torch.no_grad(), V.set_graph_handler(graph):
         with metrics.timed("lowering"):
             graph.run(*example_inputs)
@@ -135,7 +136,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Compi
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
     hints = {sym: int(val) for sym, val in _backed_values(shape_env).items()}
-    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints)
+    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints, shape_env=shape_env)
     return _compiled_graph(aten_gm, fakes, graph, source, module)
 
 
