@@ -97,7 +97,8 @@ def print_row(row: dict) -> None:
         print(f"{row['kind']:9s} {row['compiler']:14s} ERROR\n{row['error']}")
         return
     print(f"\n{row['kind']} / {row['compiler']} on {row['device']}: first call {row['first_call_s']:.2f} s "
-          f"(imports before it {row['import_s']:.2f} s), second call {row['second_call_s'] * 1e3:.1f} ms")
+          f"(imports before it {row['import_s']:.2f} s), second call {row['second_call_s'] * 1e3:.1f} ms, "
+          f"max abs diff vs eager {row['max_abs_diff']:.2e}")
     phases = row.get("phases")
     if phases:
         print("  " + "  ".join(f"{k} {phases.get(k, 0.0):.2f}" for k in PHASES))
