@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import dis
+import functools
 import sys
 import types
 from typing import Any
@@ -42,12 +43,18 @@ class Instruction:
 
 
 def decode(fn_or_code) -> list[Instruction]:
-    code = getattr(fn_or_code, "__code__", fn_or_code)
+    """The instructions of a function or code object (decoded once per code object: a loop's resume function is
+    translated again for every iteration it recompiles for)."""
+    return list(_decode(getattr(fn_or_code, "__code__", fn_or_code)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode(code: types.CodeType) -> tuple[Instruction, ...]:
     out = []
     for i in dis.get_instructions(code):
         lineno = i.positions.lineno if i.positions else None
         out.append(Instruction(i.opname, i.arg, i.argval, i.offset, lineno, i.argrepr))
-    return out
+    return tuple(out)
 
 
 def offset_index(instructions: list[Instruction]) -> dict[int, int]:
@@ -91,22 +98,33 @@ def create_store_deref(name: str, code: types.CodeType) -> Instr:
 
 def prologue(code: types.CodeType) -> list[Instr]:
     """The instructions before RESUME that set up cells and free variables (kept in generated code)."""
-    out = []
-    for ins in Bytecode.from_code(code):
+    return [Instr(name, arg) for name, arg in _prologue_and_signature(code, code.co_filename)[0]]
+
+
+_SIGNATURE_ATTRS = ("argcount", "posonlyargcount", "kwonlyargcount", "argnames", "cellvars", "freevars",
+                    "filename", "first_lineno", "flags", "docstring")
+
+
+@functools.lru_cache(maxsize=1024)
+def _prologue_and_signature(code: types.CodeType, _filename: str) -> tuple[tuple, dict]:
+    """(prologue as (name, arg) pairs, the ``Bytecode`` attributes of ``code``'s signature), once per code object:
+    ``Bytecode.from_code`` is slow, and a resume function in a loop is assembled again for every recompile.
+    (Equal code objects from two files compare equal: the file name is part of the key.)"""
+    src = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    pairs = []
+    for ins in src:
         if isinstance(ins, Instr) and ins.name == "RESUME":
             break
         if isinstance(ins, Instr):
-            out.append(Instr(ins.name, ins.arg))
-    return out
+            pairs.append((ins.name, ins.arg))
+    return tuple(pairs), {attr: getattr(src, attr) for attr in _SIGNATURE_ATTRS}
 
 
 def make_code(orig: types.CodeType, body: list, name: str | None = None) -> types.CodeType:
     """Assemble ``prologue(orig) + RESUME + body`` into a code object with ``orig``'s signature."""
-    src = Bytecode.from_code(orig, conserve_exception_block_stackdepth=True)
     bc = Bytecode([*prologue(orig), Instr("RESUME", 0), *body])
-    for attr in ("argcount", "posonlyargcount", "kwonlyargcount", "argnames", "cellvars", "freevars",
-                 "filename", "first_lineno", "flags", "docstring"):
-        setattr(bc, attr, getattr(src, attr))
+    for attr, value in _prologue_and_signature(orig, orig.co_filename)[1].items():
+        setattr(bc, attr, list(value) if isinstance(value, list) else value)
     bc.name = name or orig.co_name
     bc.qualname = name or orig.co_qualname
     return bc.to_code(compute_exception_stack_depths=False)

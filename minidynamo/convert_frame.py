@@ -51,6 +51,7 @@ class CacheEntry:
     compiled_fn_name: str | None
     compile_time: float
     orig_code: types.CodeType
+    broke: bool = False  # the translation broke the graph at its ``break_offset``
 
     @property
     def guards(self):
@@ -75,7 +76,16 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
 
     Restart on failure: if tracing fails at an instruction of this frame where a graph break is possible, the
     translation starts again and, at that instruction, compiles the graph so far and breaks there.
+
+    [Note: break hints]  A resume function of a loop body is translated again for every iteration it recompiles
+    for (``expert_idx == 3``), and each time the first attempt failed where the last one did: a third of the
+    tutorial MoE's first call.  So a resume function that broke at an instruction starts its next translation with
+    the break there; should that attempt fail elsewhere, the usual restart follows.  (A break the new values would
+    not have needed would cost speed, never correctness.)  User functions keep upstream's restart.
     """
+    hinted = _translate_with_break_hint(fn, f_locals, compiler_fn, ctx)
+    if hinted is not None:
+        return hinted
     try:
         return translate(fn, f_locals, compiler_fn, ctx)
     except Unsupported as e:
@@ -85,7 +95,24 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=offset)
         counters["graph_break"][e.reason] += 1
         ctx.graph_breaks.append(e)
+        if fn.__code__ in ctx.resume_origin:
+            ctx.break_hints[fn.__code__] = e
         return entry
+
+
+def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | None:
+    """Translate a resume function breaking where it broke last time (see [Note: break hints]); None if it fails."""
+    e = ctx.break_hints.get(fn.__code__) if ctx is not None and not ctx.fullgraph else None
+    if e is None:
+        return None
+    try:
+        entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=e.root_offset)
+    except Unsupported:
+        return None
+    if entry.broke:
+        counters["graph_break"][e.reason] += 1
+        ctx.graph_breaks.append(e)
+    return entry
 
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
@@ -173,7 +200,7 @@ def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx
     if config.debug >= 3:
         print(f"[minidynamo] transformed {fn.__qualname__}:\n{bt.format_code(new_code)}")
     return CacheEntry(guard_manager, new_code, new_fn, getattr(output, "gm", None), output.compiled_name,
-                      getattr(output, "compile_time", 0.0), code)
+                      getattr(output, "compile_time", 0.0), code, tx.broke)
 
 
 def arg_count(code: types.CodeType) -> int:

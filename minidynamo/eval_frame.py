@@ -47,6 +47,7 @@ class CompileContext:
         self.graph_breaks: list[Unsupported] = []
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
         self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
+        self.break_hints: dict[types.CodeType, Exception] = {}  # see [Note: break hints] in convert_frame
         self.wrappers: dict[types.FunctionType, Callable] = {}
         # automatic dynamic: per code object, the sizes each input had and which changed (dynamic_shapes.py)
         self.frame_state: dict[types.CodeType, dict] = {}
@@ -62,6 +63,7 @@ class CompileContext:
         self.graph_breaks.clear()
         self.resume_fns.clear()
         self.resume_origin.clear()
+        self.break_hints.clear()
         self.frame_state.clear()
         self.dynamic_log.clear()
         self.generations.clear()

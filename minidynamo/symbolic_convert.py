@@ -786,6 +786,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         super().__init__(*args, **kwargs)
         self.output_instructions: list | None = None
         self.break_offset = break_offset
+        self.broke = False  # reached break_offset (and broke the graph there)
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -798,7 +799,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.lineno = inst.lineno
         self.output.current_tx = self
         self.output_instructions = compile_and_break(self, inst)
-        self.done = True
+        self.done = self.broke = True
 
     def RETURN_VALUE(self, inst):
         from .convert_frame import compile_and_return

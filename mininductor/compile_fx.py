@@ -8,7 +8,10 @@
 otherwise a private inference trace with ``make_fx`` + functionalization), then ``compile_fx_inner`` runs:
 
     GraphLowering (lowerings -> IR)  ->  Scheduler (fusion)  ->  WrapperCodeGen (output_code.py)
-    ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)  ->  call(args)
+    ->  runtime.load_module (code cache; Triton interpreter for CPU tensors)
+    ->  async_compile.maybe_precompile (GPU: the kernels compile in parallel)  ->  call(args)
+
+Each stage's time is added to ``metrics.phase_times`` (``bench/compile_time.py`` prints them).
 """
 from __future__ import annotations
 
@@ -22,13 +25,13 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-from . import config, fx_graph_cache, metrics
+from . import async_compile, config, fx_graph_cache, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, load_module
 from .scheduler import Scheduler
-from .specialize import compile_dynamic, is_symbolic_graph
+from .specialize import IntsAsTensors, compile_dynamic, ints_as_tensors, is_symbolic_graph
 from .virtualized import V
 
 
@@ -91,15 +94,23 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
     return CompiledGraph(module, spec, example_inputs, source, mutated)
 
 
-def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None):
+def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None, shape_env=None):
     graph = GraphLowering(aten_gm, list(example_inputs), size_hints)
+    graph.shape_env = shape_env
     with torch.no_grad(), V.set_graph_handler(graph):
-        graph.run(*example_inputs)
+        with metrics.timed("lowering"):
+            graph.run(*example_inputs)
         graph.current_node = None
-        scheduler = Scheduler(graph)
-        source = WrapperCodeGen(graph, scheduler).generate()
+        with metrics.timed("scheduling"):
+            scheduler = Scheduler(graph)
+        with metrics.timed("codegen"):
+            wrapper = WrapperCodeGen(graph, scheduler)
+            source = wrapper.generate()
     _debug_dump(aten_gm, graph, scheduler, source)
-    module = load_module(source, interpret=graph.device.type != "cuda")
+    with metrics.timed("load"):
+        module = load_module(source, interpret=graph.device.type != "cuda")
+    # GPU: compile the kernels side by side now, rather than one by one as the first call launches them
+    async_compile.maybe_precompile(module, wrapper.kernels, graph, graph.device, metrics.timed)
     return graph, source, module
 
 
@@ -119,12 +130,13 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Compi
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    aten_gm, _ = trace_inference(gm, fakes)
+    with metrics.timed("aot"):
+        aten_gm, _ = trace_inference(gm, fakes)
     if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
     hints = {sym: int(val) for sym, val in _backed_values(shape_env).items()}
-    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints)
+    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints, shape_env=shape_env)
     return _compiled_graph(aten_gm, fakes, graph, source, module)
 
 
@@ -155,17 +167,22 @@ def _plain_containers(value):
 def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = None,
                options: dict | None = None) -> Callable:
     """A ``torch.compile`` backend: ``compile_fx(gm, example_inputs)(*example_inputs) == gm(*example_inputs)``."""
-    changes = dict(options or {})
-    if mode is not None:
-        changes["mode"] = mode
-    key = fx_graph_cache.cache_key(gm, example_inputs, changes)
-    cached = fx_graph_cache.lookup(key)
-    if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
-        return cached
-    return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
+    with metrics.timed("backend"):
+        changes = dict(options or {})
+        if mode is not None:
+            changes["mode"] = mode
+        key = fx_graph_cache.cache_key(gm, example_inputs, changes)
+        cached = fx_graph_cache.lookup(key)
+        if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
+            return cached
+        return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
 
 
 def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
+    as_tensors = ints_as_tensors(gm, example_inputs)  # one compile for every value of an int operand
+    if as_tensors is not None:
+        graph, inputs, positions = as_tensors
+        return IntsAsTensors(compile_fx(graph, inputs, mode=mode, options=options), positions)
     if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: one symbolic compile, else per shape (specialize.py)
         def symbolic(g, inputs):
             with config.patch(**changes):
@@ -180,15 +197,17 @@ def _compile_fx(gm, example_inputs):
     aot = _aot_module()
     if aot is not None:
         try:
-            return aot(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
-                       decompositions=select_decomp_table())
+            with metrics.timed("aot"):  # tracing to ATen; the compiles it calls back are timed on their own
+                return aot(gm, example_inputs, fw_compiler=compile_fx_inner, bw_compiler=compile_fx_inner,
+                           decompositions=select_decomp_table())
         except Exception as e:
             if any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs) \
                     and torch.is_grad_enabled():
                 raise
             warnings.warn(f"mininductor: aot_module failed ({type(e).__name__}: {e}); tracing for inference")
     try:
-        aten_gm, _ = trace_inference(gm, example_inputs)
+        with metrics.timed("aot"):
+            aten_gm, _ = trace_inference(gm, example_inputs)
     except (GuardOnDataDependentSymNode, DataDependentOutputException) as e:
         # an output shape depends on data (x[x > 0], nonzero): Dynamo would break the graph here; run it eagerly
         warnings.warn(f"mininductor: running the graph eagerly, it has a data-dependent shape ({e})")

@@ -45,6 +45,11 @@ mode: str = "default"
 # Fuse nodes at all (turn off to see one kernel per buffer).
 fusion: bool = True
 
+# GPU: how many kernels of a graph compile at once, before its first call (async_compile.py); None = one per core,
+# at most 8; 1 = each kernel compiles at its first launch.
+compile_threads: int | None = int(os.environ["MINICOMPILE_COMPILE_THREADS"]) \
+    if os.environ.get("MINICOMPILE_COMPILE_THREADS") else None
+
 
 @contextlib.contextmanager
 def patch(**changes):

@@ -106,6 +106,31 @@ def size_hint(expr) -> int:
     return int(expr.subs(V.graph.size_hints))
 
 
+def statically_true(relation) -> bool:
+    """Decide a relation between sizes for *every* size the graph is compiled for: ints and what sympy decides
+    alone, else what the ShapeEnv knows (``V.graph.shape_env``: its guards, such as ``s77 > 4`` from the user's
+    ``if len(x) > 4:``, and its value ranges).  Raises ``TypeError`` when undecidable (see [Note: symbolic sizes
+    in the IR]): the symbolic compile then falls back to per-shape compiles."""
+    relation = sympy.sympify(relation)
+    if relation in (sympy.true, sympy.false):
+        return bool(relation)
+    from .virtualized import V
+    shape_env = getattr(V.graph, "shape_env", None)
+    decided = shape_env._maybe_evaluate_static(relation) if shape_env is not None else None
+    if decided in (sympy.true, sympy.false):
+        return bool(decided)
+    raise TypeError(f"cannot determine truth value of {relation} for every size")
+
+
+def size_min(a, b):
+    """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true``)."""
+    return a if statically_true(sympy.Le(a, b)) else b
+
+
+def size_max(a, b):
+    return a if statically_true(sympy.Ge(a, b)) else b
+
+
 def texpr(expr) -> str:
     """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions)."""
     return _Printer().doprint(sympy.sympify(expr))

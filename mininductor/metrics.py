@@ -7,7 +7,15 @@
 ``generated_kernel_count`` counts Triton kernels written, ``fallback_count`` ATen ops that ran eagerly because
 they have no lowering (ours), ``extern_call_count`` library calls such as mm (ours), ``num_bytes_accessed`` the
 bytes each generated kernel reads and writes, summed over kernels (an estimate made at compile time).
+
+``phase_times`` says where compile time goes (upstream: ``torch._dynamo.utils.dynamo_timed`` and
+``compile_times()``): ``with timed("lowering"): ...`` adds the block's wall time to ``phase_times["lowering"]``,
+*less* the time of ``timed`` blocks nested in it -- so the phases add up to the total, with no double counting
+(``timed("aot")`` around AOTAutograd does not include the lowering of the graphs it hands on).
 """
+import contextlib
+import time
+from collections.abc import Iterator
 generated_kernel_count: int = 0
 fallback_count: int = 0
 extern_call_count: int = 0
@@ -23,6 +31,24 @@ fx_graph_cache_hits: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
+# Exclusive seconds spent per compile phase (see ``timed``); ``reset`` clears it.
+phase_times: dict[str, float] = {}
+_timed_stack: list[list[float]] = []  # per open block: [start, time spent in blocks nested in it]
+
+
+@contextlib.contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Add this block's wall time, less that of nested ``timed`` blocks, to ``phase_times[phase]``."""
+    frame = [time.perf_counter(), 0.0]
+    _timed_stack.append(frame)
+    try:
+        yield
+    finally:
+        _timed_stack.pop()
+        elapsed = time.perf_counter() - frame[0]
+        phase_times[phase] = phase_times.get(phase, 0.0) + elapsed - frame[1]
+        if _timed_stack:
+            _timed_stack[-1][1] += elapsed
 
 
 def reset() -> None:
@@ -36,3 +62,4 @@ def reset() -> None:
     symbolic_fallbacks.clear()
     fallback_ops.clear()
     fusion_rejections.clear()
+    phase_times.clear()

@@ -28,12 +28,19 @@ counts those static compiles and ``metrics.symbolic_fallbacks`` says why each gr
         size = l_x.size(0)                    ->      (constant 5)         ->   (constant 7)
         mul = l_x * size                              mul = l_x * 5             mul = l_x * 7
 
+**Int operands as tensors** (``ints_as_tensors``) before either: an int input used only as an operand of
+element-wise ops on tensors (``flat_indices == expert_idx``: the tutorial MoE's loop index, an automatic dynamic
+int) is passed as a 0-d tensor instead.  The graph is then static -- one compile for every value, where a compile
+per value would otherwise make a kernel per value (30 of the tutorial MoE's first call).  A 0-d tensor promotes
+like the Python int it stands for, so values are unchanged.
+
 [Note: never a wrong answer]  Every refusal happens at compile time and costs one static compile per shape,
 never a wrong value: a decision the IR cannot make for every size (a sympy relation it cannot decide) raises.
 Should a symbolic graph still fail when called, ``SymbolicCompiled`` switches to per-shape compiles for good.
 """
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 
@@ -190,3 +197,45 @@ def _is_number(v) -> bool:
     if isinstance(v, (torch.Size, tuple, list)):
         return all(_is_number(x) for x in v)
     return type(v) in (int, float, bool)
+
+
+# Element-wise ops where ``tensor op int`` computes what ``tensor op 0-d int64 tensor`` computes.
+_INT_OPERAND_OPS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge, operator.add,
+                    operator.sub, operator.mul, torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge,
+                    torch.add, torch.sub, torch.mul}
+
+
+class IntsAsTensors:
+    """``compiled(*args)`` with the int inputs at ``positions`` passed to ``compiled_graph`` as 0-d tensors."""
+
+    def __init__(self, compiled_graph: Callable, positions: frozenset[int]):
+        self.compiled_graph, self.positions = compiled_graph, positions
+
+    def __call__(self, *args):
+        return self.compiled_graph(*[torch.tensor(a) if k in self.positions else a for k, a in enumerate(args)])
+
+
+def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | None:
+    """``(graph, inputs, positions)``: ``gm`` where the int inputs at ``positions`` -- each only an operand of
+    ``_INT_OPERAND_OPS`` with a tensor result -- are 0-d tensor inputs, when that leaves a static graph; else None."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    positions = frozenset(k for k, x in enumerate(example_inputs) if type(x) is int)
+    if not positions or len(placeholders) != len(example_inputs) or \
+            not all(_only_tensor_operand(placeholders[k]) for k in positions):
+        return None
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in gm.graph.nodes:
+        env[node] = graph.node_copy(node, lambda n: env[n])
+        if node in (placeholders[k] for k in positions):
+            env[node].meta.pop("example_value", None)  # a 0-d tensor now, not a SymInt
+    out = torch.fx.GraphModule(gm, graph, class_name="GraphModule")
+    out.meta.update(gm.meta)
+    inputs = [torch.tensor(x) if k in positions else x for k, x in enumerate(example_inputs)]
+    return None if is_symbolic_graph(out, inputs) else (out, inputs, positions)
+
+
+def _only_tensor_operand(node: torch.fx.Node) -> bool:
+    return bool(node.users) and all(
+        u.op == "call_function" and u.target in _INT_OPERAND_OPS and not u.kwargs and len(u.args) == 2
+        and isinstance(u.meta.get("example_value"), torch.Tensor) for u in node.users)

@@ -13,7 +13,8 @@ import sympy
 import torch
 
 from . import ir
-from .indexing import FloorDiv, ModularIndexing, as_size, contiguous_strides, is_symbolic, product, size_hint
+from .indexing import (FloorDiv, ModularIndexing, as_size, contiguous_strides, is_symbolic, product, size_hint,
+                       size_max, size_min)
 from .ir import TensorBox, View
 from .lowering import register_lowering
 
@@ -76,8 +77,8 @@ def slice_(x, dim=0, start=None, end=None, step=1):
     dim = dim % len(size)
     n = size[dim]
     start, end = 0 if start is None else start, n if end is None else end
-    start = min(max(start + n if start < 0 else start, 0), n)
-    end = min(max(end + n if end < 0 else end, start), n)
+    start = size_min(size_max(start + n if start < 0 else start, 0), n)
+    end = size_min(size_max(end + n if end < 0 else end, start), n)
     new = list(size)
     new[dim] = (end - start + step - 1) // step
     if start == 0 and end == n and step == 1:

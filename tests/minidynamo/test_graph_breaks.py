@@ -465,3 +465,28 @@ def test_deleted_cell_before_break_runs_eagerly():
     x = torch.randn(3)
     assert torch.equal(compiled(x), f(x))
     assert any("deleted" in reason for reason in minidynamo.counters["eager_fallback"])
+
+
+def test_loop_body_recompiles_start_with_the_break_of_the_last_translation():
+    # [Note: break hints] in convert_frame: each iteration recompiles the loop's resume function (layers[i]
+    # specialises on i); after its first translation, each one breaks where the last did without a failed attempt
+    torch.manual_seed(0)
+    layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(5))
+
+    def f(x):
+        for i in range(5):
+            x = torch.relu(layers[i](x))
+            minidynamo.graph_break()
+        return x
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt)
+    x = torch.randn(3, 4)
+    assert torch.allclose(compiled(x), f(x))
+    ctx = compiled._minidynamo_ctx
+    (loop_body,) = [code for code in ctx.cache if code in ctx.resume_origin and len(ctx.cache[code]) == 4]
+    assert loop_body in ctx.break_hints  # compiled for i == 1, then recompiled for 2, 3, 4
+    failed = minidynamo.counters["frames"]["total"] - minidynamo.counters["frames"]["ok"]
+    assert failed == 1 + len(ctx.break_hints) == 3  # f's, and each resume function's first: not the recompiles'
+    assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 6
+    assert torch.allclose(compiled(x), f(x)) and cnt.frame_count == 5

@@ -153,3 +153,17 @@ def test_cuda_graph_replay_never_writes_into_another_modules_parameters():
     kind, value = runner([other_weight, x])
     assert kind == "plain" and torch.equal(value, torch.full((3,), 10.0))
     assert torch.equal(recorded_weight, torch.ones(3)) and Replays.count == 1
+
+
+def test_phase_times_add_up_without_counting_nested_phases_twice():
+    import time
+    metrics.reset()
+    with metrics.timed("outer"):
+        time.sleep(0.02)
+        with metrics.timed("inner"):
+            time.sleep(0.03)
+    assert 0.02 <= metrics.phase_times["outer"] < 0.03 + 0.02 and metrics.phase_times["inner"] >= 0.03
+    mininductor.compile_fx(torch.fx.symbolic_trace(lambda x: x.sin() + 1), [torch.randn(8)])
+    assert {"backend", "aot", "lowering", "scheduling", "codegen", "load"} <= metrics.phase_times.keys()
+    metrics.reset()
+    assert metrics.phase_times == {}

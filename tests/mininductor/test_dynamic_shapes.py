@@ -150,3 +150,29 @@ def test_a_graph_the_symbolic_compile_refuses_falls_back_per_shape():
         assert_same(compiled(x), f(x))
     assert metrics.symbolic_compiles == 0 and metrics.specialisations == 2
     assert len(metrics.symbolic_fallbacks) == 1  # why: tracing guarded on s0*s1 // 4 (or the view refused)
+
+
+def test_an_int_operand_becomes_a_tensor_input_so_one_compile_serves_every_value():
+    def f(indices, k):  # the tutorial MoE's `flat_indices == expert_idx`, with k an automatic dynamic int
+        return (indices == k).sum(), indices * k + 1
+    compiled = minidynamo.minicompile(f, backend="inductor")
+    indices = torch.randint(0, 6, (64,))
+    for k in range(6):
+        assert_same(compiled(indices, k), f(indices, k))
+    assert minidynamo.counters["frames"]["ok"] == 2  # k == 0, then k is a symbol
+    assert metrics.specialisations == 0 and metrics.symbolic_fallbacks == []  # not one compile per value
+    before = metrics.generated_kernel_count
+    assert_same(compiled(indices.flip(0), 9), f(indices.flip(0), 9))
+    assert metrics.generated_kernel_count == before
+
+
+def test_a_slice_whose_end_a_guard_bounds_compiles_symbolically():
+    def f(x):  # the tutorial MoE's capacity truncation: `if len(s) > cap: s = s[:cap]`
+        if len(x) > 4:
+            x = x[:4]
+        return x * 2
+    compiled = minidynamo.minicompile(f, backend="inductor")
+    for b in (6, 7, 9, 7):
+        x = torch.randn(b, 3)
+        assert_same(compiled(x), f(x))
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks

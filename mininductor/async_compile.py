@@ -1,0 +1,137 @@
+"""``async_compile``: compile a graph's Triton kernels in parallel, before its first call (mirrors
+``torch/_inductor/async_compile.py``).
+
+In:  a loaded ``output_code`` module of a CUDA graph, and each kernel's launch signature -- what its ``run`` will be
+called with, pointers written as their dtypes::
+
+    {"triton_per_fused_amax_div_exp_sub_sum_0": [torch.float32, torch.float32, 32, 32]}
+
+Out: nothing to use, but every ``@triton.jit`` function of the module has compiled the variants its first launch
+needs -- one per candidate config, so an autotuned reduction times its configs without compiling them one by one.
+
+Why: on the GPU a kernel's first launch compiles it (Triton -> TTIR -> TTGIR -> LLVM -> PTX -> cubin, a tenth of a
+second or more), and our launcher compiles one variant after another, in the order ``call`` meets them.  The tutorial
+MoE's first call compiled 62 variants that way (H200: 4 s of 12.5 s).  Compiled side by side, they take about as
+long as the slowest few.
+
+How: ``fn.warmup(*signature, grid=..., **config)`` runs Triton's launch path without launching: it binds the
+arguments, computes the specialization key, compiles and stores the kernel in ``fn``'s cache; then the worker
+loads the binary on the device (``_init_handles``), which the first launch would otherwise do.  A dtype stands for a
+tensor (Triton wraps it in a ``MockTensor``: a null pointer, so 16-byte aligned, as the caching allocator's tensors
+are), ints are the real sizes, so the key is the one the real launch computes and that launch finds the kernel
+compiled.  Should a launch differ (a misaligned view), it compiles its own variant, as before: results cannot change.
+
+Threads, not processes: most of a compile runs in MLIR/LLVM and in ``ptxas`` (a subprocess), outside the GIL, so a
+thread pool overlaps them with no pickling of kernels.  Upstream Inductor uses a pool of worker processes
+(``compile_worker/subproc_pool.py``), which also overlaps the Python parts; it is started ahead of time, since a
+process pool costs seconds to start.  ``config.compile_threads`` sets the pool size (1: compile at first launch, as
+before).  Left out: symbolic-size kernels (their ints are only known per call), and the CPU, where Triton's
+interpreter has nothing to compile.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import torch
+
+from . import config
+from .indexing import is_symbolic
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def compile_threads() -> int:
+    """How many kernels compile at once (``config.compile_threads``; None: up to 8, one per core)."""
+    if config.compile_threads is not None:
+        return max(1, int(config.compile_threads))
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def pool() -> ThreadPoolExecutor:
+    """The process-wide compile pool, created on first use."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(compile_threads(), thread_name_prefix="mininductor-compile")
+        return _POOL
+
+
+def kernel_signature(kernel: Any, graph: Any) -> list | None:
+    """What ``kernel``'s launcher is called with, as ``warmup`` takes it: each buffer as its dtype, then the
+    sizes.  None for a symbolic kernel (its sizes are only known per call)."""
+    if kernel.size_args():
+        return None
+    numels = [kernel.numel] + ([kernel.rnumel] if kernel.kind != "poi" else [])
+    if any(is_symbolic(n) for n in numels):
+        return None
+    return [graph.get_buffer(name).get_dtype() for name in kernel.call_args()] + [int(n) for n in numels]
+
+
+def precompile(module: Any, signatures: dict[str, list], wait: bool = True,
+               device: int | None = None) -> list[Future]:
+    """Compile every candidate config of every kernel in ``signatures`` (name -> ``kernel_signature``) on the
+    pool, for CUDA device ``device`` (an index; None: the workers' current one); with ``wait``, return once all
+    are done.  A variant that fails to compile is left to its launch, which reports the error (or, when
+    autotuning, skips that config) as before."""
+    jobs = list(_jobs(module, signatures))
+    if not jobs:
+        return []
+    _prepare(launcher for launcher, _, _ in jobs)
+    futures = [pool().submit(_warmup, launcher, signature, cfg, device) for launcher, signature, cfg in jobs]
+    if wait:
+        for f in futures:
+            f.exception()  # wait; errors are the launch's to report
+    return futures
+
+
+def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list, dict]]:
+    for name, signature in signatures.items():
+        launcher = getattr(module, name, None)
+        if signature is None or launcher is None or getattr(launcher, "interpret", True):
+            continue
+        for cfg in launcher.configs:
+            yield launcher, signature, cfg
+
+
+def _prepare(launchers: Iterable[Any]) -> None:
+    """Create each function's per-device state on this thread: ``device_caches`` is a ``defaultdict`` that two
+    threads could each fill, and a kernel compiled into the losing copy would be compiled again at launch."""
+    try:
+        from triton.runtime import driver
+        device = driver.active.get_current_device()
+    except Exception:  # noqa: BLE001 - no GPU driver (a test's stand-in): nothing to prepare
+        return
+    for launcher in launchers:
+        caches = getattr(launcher.fn, "device_caches", None)
+        if caches is not None:
+            caches[device]  # noqa: B018 - the lookup creates the entry
+
+
+def _warmup(launcher: Any, signature: list, cfg: dict, device: int | None = None) -> None:
+    with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
+        kernel = launcher.fn.warmup(*signature, grid=(1,), **cfg)
+        # loading the binary and building its launcher (a C module on some Triton versions) are lazy too
+        init = getattr(kernel, "_init_handles", None)
+        if callable(init):
+            init()
+
+
+def signatures_of(kernels: Iterable[Any], graph: Any) -> dict[str, list]:
+    """``{kernel name: signature}`` for a graph's generated kernels (symbolic ones map to None)."""
+    return {k.name: kernel_signature(k, graph) for k in kernels}
+
+
+def maybe_precompile(module: Any, kernels: list, graph: Any, device: torch.device,
+                     timed: Callable[[str], Any]) -> None:
+    """``precompile`` a CUDA graph's kernels when ``config.compile_threads`` allows (not on the interpreter)."""
+    if device.type != "cuda" or compile_threads() <= 1 or not kernels:
+        return
+    with timed("precompile"):
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        precompile(module, signatures_of(kernels, graph), device=index)
