@@ -131,12 +131,23 @@ def load_module(source: str, interpret: bool):
 
 
 # ------------------------------------------------------------------------------------------------ launcher
+# Elements: below this a kernel is latency-bound and its config hardly matters -- no autotuning (every candidate
+# is one more Triton compile on the first call; the MoE has dozens of such kernels), except in mode="max-autotune".
+SMALL_KERNEL = 1 << 20
+
+
 def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", interpret: bool = False) -> list[dict]:
     """The block sizes a kernel may be launched with (the first is the default; the GPU times them all once).
 
     The code generator reads them too: when every candidate block divides a static size, the kernel's mask on
     that axis is always true and is written as a constant (``tl.full(..., True)``), which Triton folds away.
     """
+    configs = _configs(kind, xnumel, rnumel, hint, interpret)
+    small = xnumel * rnumel < SMALL_KERNEL and config.mode != "max-autotune"
+    return configs[:1] if small else configs
+
+
+def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) -> list[dict]:
     x, r = next_power_of_2(xnumel), next_power_of_2(rnumel)
     if interpret:
         cap = config.interpret_block_max
@@ -161,8 +172,8 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", 
         xblock = max(1, min(x, 2048 // r if r < 2048 else 1))
         warps = max(1, min(16, (xblock * r) // 512))
         cands = [{"XBLOCK": xblock, "RBLOCK": r, "num_warps": warps}]
-        for w in (4, 8, 16, 32):
-            if w != warps and w * 32 <= xblock * r:
+        for w in (warps // 2, warps * 2):  # the neighbours: 1-2% either way on an H200 (bench/kernel_configs.py)
+            if 1 <= w <= 32 and w * 32 <= xblock * r:
                 cands.append({"XBLOCK": xblock, "RBLOCK": r, "num_warps": w})
         return cands
     if config.looped_reduction_rblock:

@@ -167,3 +167,16 @@ def test_phase_times_add_up_without_counting_nested_phases_twice():
     assert {"backend", "aot", "lowering", "scheduling", "codegen", "load"} <= metrics.phase_times.keys()
     metrics.reset()
     assert metrics.phase_times == {}
+
+
+def test_small_kernels_are_not_autotuned_on_the_gpu():
+    # the GPU's candidate configs (interpret=False is only read here, nothing launches): a latency-bound kernel
+    # gets one config (each candidate would be one more Triton compile); a big one its neighbours too, and
+    # mode="max-autotune" tries them whatever the size
+    from mininductor import config
+    from mininductor.runtime import candidate_configs
+    assert len(candidate_configs("per", 32, 32)) == 1
+    big = candidate_configs("per", 8192, 8192)
+    assert [c["num_warps"] for c in big] == [16, 8, 32] and all(c["RBLOCK"] == 8192 for c in big)
+    with config.patch(mode="max-autotune"):
+        assert len(candidate_configs("per", 32, 32)) > 1
