@@ -19,6 +19,7 @@ Routing follows the reference size (32 experts, top-4, capacity 4, batch 32); wi
 inputs cycle through ``--inputs`` batches so that empty, partly filled and overflowing experts all occur.
 Collect garbage before timing: right after importing minidynamo (sympy, fx) the young generations hold ~400k
 objects, and the full collections they trigger made *eager* look 10-25x slower in a first version of this script.
+For the same reason (outliers of 20x) the ops run on one intra-op thread.
 """
 from __future__ import annotations
 
@@ -105,6 +106,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=4)
     parser.add_argument("--no-profile", action="store_true")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # tiny ops: intra-op threads only add noise on a loaded 2-core machine
     torch.manual_seed(0)
     eager = MoE(**SIZES).eval()
     inputs = [torch.randn(BATCH, SIZES["input_dim"]) for _ in range(args.inputs)]
