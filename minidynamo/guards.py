@@ -229,10 +229,11 @@ class GuardManager:
         """The check function's source: cheap, discriminating guards first; shared source prefixes read once.
 
         [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
-        so a failing check must fail fast.  Guards run shallow sources first and, at each depth, exact-value
-        guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH: the resume function of a loop over
-        experts has one entry per expert index, and ``L['expert_idx'] == 3`` decides before any weight is
-        looked at.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
+        so a failing check must fail fast.  The resume function of a loop over experts has one entry per expert
+        index, tried in order on every iteration: ``L['expert_idx'] == 3`` must decide before anything else is
+        looked at.  So a frame local's EQUALS_MATCH comes first, even before the ambient state (grad mode,
+        autocast: the same for every entry, so it never tells them apart).  Then shallow sources first and, at
+        each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
         into a local, just before the first guard that needs it (``nn.Module.__getattr__`` is slow).
         """
         lines = ["def ___guard(L, G):", "    try:"]
@@ -288,6 +289,8 @@ def _depth(source: Source | None) -> int:
 
 def _guard_rank(g: Guard) -> tuple[int, int]:
     """Sort key of a guard in the check function (see [Note: guard order and shared prefixes])."""
+    if g.kind == "EQUALS_MATCH" and _depth(g.source) == 0:
+        return (-2, 0)  # L['expert_idx'] == 3: what tells the entries of a loop's resume function apart
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
     if g.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING"):
