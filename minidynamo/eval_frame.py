@@ -229,7 +229,7 @@ class OptimizedModule(torch.nn.Module):
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        mod = self._orig_mod
+        mod = self._modules["_orig_mod"]  # not self._orig_mod: nn.Module.__getattr__ costs ~1 us per call
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
                 any_global_module_hooks():
             # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a

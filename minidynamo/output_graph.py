@@ -56,6 +56,9 @@ _INPLACE_OPERATORS = {getattr(operator, n) for n in dir(operator) if n.startswit
 def is_module_attribute(output, source: Source) -> bool:
     """Is ``source`` an attribute of an ``nn.Module`` (a buffer or parameter: kept static)?"""
     from .source import AttrSource
+    from .variables.nn_module import is_module_store
+    if is_module_store(source):
+        return True
     if not isinstance(source, AttrSource):
         return False
     try:
