@@ -9,7 +9,7 @@ the ``Continuation``.  This script isolates that cost: the model is small (kerne
 with ``backend="eager"`` (each graph runs its ops as eager would), so ``compiled - eager`` per call is the
 translator's runtime overhead.  It prints
 
-* eager and minicompile wall time per eval forward (``torch.no_grad``; medians of several rounds),
+* eager and minicompile wall time per eval forward (``torch.no_grad``; the best of several rounds),
 * what one call does: frames entered (per code object), cache entries whose guards were tried, graph calls,
 * the time spent in guard functions per call (measured by re-running, in a loop, exactly the checks one call ran),
 * the compile-time counters (``minidynamo.counters``: graphs, breaks, recompiles),
@@ -30,7 +30,6 @@ import gc
 import cProfile
 import os
 import pstats
-import statistics
 import sys
 import time
 
@@ -45,18 +44,22 @@ SIZES = dict(input_dim=64, num_experts=32, top_k=4, expert_capacity=4, hidden_di
 BATCH = 32
 
 
-def per_call_ms(model, inputs: list, calls: int, rounds: int = 5) -> float:
-    """Median over ``rounds`` of the mean wall time of ``calls`` forwards (inputs cycled)."""
-    for x in inputs * 3:
-        model(x)
+def per_call_ms(models: dict, inputs: list, calls: int, rounds: int = 7) -> dict[str, float]:
+    """Wall time per forward of each model: the best of ``rounds`` rounds of ``calls`` forwards (inputs cycled).
+
+    Rounds of the models alternate, and the minimum is reported: on a shared machine the noise only adds time."""
+    for model in models.values():
+        for x in inputs * 3:
+            model(x)
     gc.collect()  # after imports and compiling, young generations are full: a collection would land in a round
-    results = []
+    best = {name: float("inf") for name in models}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for k in range(calls):
-            model(inputs[k % len(inputs)])
-        results.append((time.perf_counter() - t0) / calls * 1e3)
-    return statistics.median(results)
+        for name, model in models.items():
+            t0 = time.perf_counter()
+            for k in range(calls):
+                model(inputs[k % len(inputs)])
+            best[name] = min(best[name], (time.perf_counter() - t0) / calls * 1e3)
+    return best
 
 
 def trace_one_call(compiled, x) -> tuple[collections.Counter, list]:
@@ -116,8 +119,8 @@ def main() -> None:
         for x in inputs:  # compile every path the inputs take, and check the results
             torch.testing.assert_close(compiled(x)[0], eager(x)[0])
         compile_counters = {k: dict(v) for k, v in minidynamo.counters.items()}
-        t_eager = per_call_ms(eager, inputs, args.calls)
-        t_compiled = per_call_ms(compiled, inputs, args.calls)
+        times = per_call_ms({"eager": eager, "minicompile": compiled}, inputs, args.calls)
+        t_eager, t_compiled = times["eager"], times["minicompile"]
         frames, checks = trace_one_call(compiled, inputs[0])
         t_guards = guard_time_ms(checks)
         print(f"eager        {t_eager:7.3f} ms per forward")

@@ -105,3 +105,70 @@ def test_replaced_parameter_buffer_and_submodule_are_seen():
         model.experts[2] = nn.Sequential(nn.Linear(8, 8), nn.Tanh())  # another module type: recompiles
         torch.testing.assert_close(compiled(x), model(x))
         assert cnt.frame_count > frames
+
+
+class SkippingExperts(Experts):
+    """Like ``Experts``, but an expert whose index is in ``self.skip`` is skipped with ``continue``: the resume
+    function then has entries that pin the index (they read ``self.experts[i]``) and one that does not."""
+
+    def __init__(self, n: int = 6):
+        super().__init__(n)
+        self.skip = (2, 4)
+
+    def forward(self, x):
+        out = torch.zeros_like(x)
+        for i in range(len(self.experts)):
+            minidynamo.graph_break()
+            if i in self.skip:
+                continue
+            out = out + self.experts[i](x) * self.scale
+        return out
+
+
+def plain_scan(entries, f_locals, f_globals):
+    return next((e for e in entries if e.guard_manager.check(f_locals, f_globals)), None)
+
+
+def spy_on_checks(entries, calls: list) -> None:
+    """Make each entry's guard function record the locals it is called with."""
+    for entry in entries:
+        check = entry.guard_manager.check
+        entry.guard_manager.check = (lambda c: lambda L, G: calls.append(L) or c(L, G))(check)
+
+
+def test_cache_lookup_by_index_agrees_with_a_plain_scan():
+    """[Note: cache entries indexed by a constant]: the index picks the entry a scan in compile order picks, for
+    the locals of real calls and for those locals with the indexed value changed (other ints, types, unhashable)."""
+    model = SkippingExperts().eval()
+    compiled = minidynamo.minicompile(model, backend="eager")
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+        code, entries = max(compiled._ctx.cache.items(), key=lambda kv: len(kv[1]))
+        calls = []
+        spy_on_checks(entries, calls)
+        torch.testing.assert_close(compiled(x), model(x))
+    assert entries.key_local == "i" and len(entries.by_value) >= 4 and len(entries.unpinned) >= 1
+    f_globals = model.forward.__globals__
+    seen = {id(L): L for L in calls}.values()
+    variants = [dict(L, i=v) for L in seen for v in [*range(-1, 8), "3", 3.0, True, [1]]] + \
+        [{k: v for k, v in L.items() if k != "i"} for L in seen]
+    for f_locals in [*seen, *variants]:
+        assert entries.lookup(f_locals, f_globals) is plain_scan(entries, f_locals, f_globals)
+
+
+def test_loop_lookup_tries_few_guard_functions():
+    """Per iteration of the loop, a warm call tries the index's candidates only, not every entry."""
+    model = SkippingExperts(n=8).eval()
+    compiled = minidynamo.minicompile(model, backend="eager")
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        compiled(x)
+        tried = []
+        for entries in compiled._ctx.cache.values():
+            spy_on_checks(entries, tried)
+        torch.testing.assert_close(compiled(x), model(x))
+    biggest = max(len(v) for v in compiled._ctx.cache.values())
+    frames = 1 + 2 * 8  # forward; per iteration the body after the break and the FOR_ITER's continuation
+    assert biggest >= 6
+    assert len(tried) <= frames + 8  # at most one miss (the unpinned entry) per iteration
