@@ -16,8 +16,9 @@ import dataclasses
 import types
 from typing import Any, Callable
 
-from .guards import GuardManager
-from .source import LocalSource
+from .guards import GuardManager, is_frame_input
+from .source import LocalSource, Source, TupleIteratorGetItemSource
+from .utils import tuple_iterator_getitem
 
 # The types whose ``==`` agrees with their hash, so a dict lookup finds every value an EQUALS_MATCH accepts.
 INDEXABLE_TYPES = (int, float, str, bool, bytes, type(None))
@@ -52,14 +53,24 @@ class CacheEntry:
         new_fn.__kwdefaults__ = fn.__kwdefaults__
         return new_fn
 
-    def local_constants(self) -> dict[str, tuple[type, Any]]:
-        """``{name: (type, value)}`` for each frame local this entry pins with an EQUALS_MATCH guard."""
-        return {g.source.local_name: (type(g.expected), g.expected) for g in self.guards
-                if g.kind == "EQUALS_MATCH" and type(g.source) is LocalSource
-                and type(g.expected) in INDEXABLE_TYPES}
+    def local_constants(self) -> dict[Source, tuple[type, Any]]:
+        """``{source: (type, value)}`` for each frame input this entry pins with an EQUALS_MATCH guard: a local
+        (``L['expert_idx']``) or the next item of a loop iterator it receives (see ``is_frame_input``)."""
+        return {g.source: (type(g.expected), g.expected) for g in self.guards
+                if g.kind == "EQUALS_MATCH" and is_frame_input(g.source) and type(g.expected) in INDEXABLE_TYPES}
 
 
 _MISSING = object()
+
+
+def input_value(source: Source, f_locals: dict) -> Any:
+    """The value of a frame-input source for these locals (``_MISSING`` where it has none)."""
+    if type(source) is LocalSource:
+        return f_locals.get(source.local_name, _MISSING)
+    try:
+        return tuple_iterator_getitem(f_locals[source.base.local_name], source.index)
+    except Exception:  # noqa: BLE001 - not a tuple_iterator, or too short: no entry pins this
+        return _MISSING
 
 
 class CacheEntries(list):
@@ -69,16 +80,17 @@ class CacheEntries(list):
     entry per expert index (its graph reads ``self.experts[expert_idx]``), ~60 with the size variants, and runs
     32 times per forward.  Trying them in order cost ~30 failing guard functions per iteration, ~1 ms per
     forward.  An entry whose guards include ``L['expert_idx'] == 3`` cannot run for any other value, so the
-    entries are indexed by that local: ``by_value[(int, 3)]`` lists the entries that pin it to 3 *and* every
+    entries are indexed by that input: ``by_value[(int, 3)]`` lists the entries that pin it to 3 *and* every
     entry that does not pin it, in compile order, and a value no entry pins gets only the latter.  Running the
-    first candidate whose guards pass is then exactly what the plain scan would run.  (Upstream has no index: its
+    first candidate whose guards pass is then exactly what the plain scan would run.  A resumed loop's variable
+    is the next item of the iterator the resume function receives, pinned the same way (``is_frame_input``).  (Upstream has no index: its
     guards are C++ and a miss costs tens of nanoseconds.)  The index key is the local pinned by most entries,
     re-chosen at every append (a compile: rare).  Only constants whose hash agrees with ``==`` are indexed.
     """
 
     def __init__(self, entries=()):
         super().__init__(entries)
-        self.key_local: str | None = None
+        self.key_source: Source | None = None
         self.by_value: dict[tuple[type, Any], list[CacheEntry]] = {}
         self.unpinned: list[CacheEntry] = list(self)
         self._reindex()
@@ -93,16 +105,16 @@ class CacheEntries(list):
         for constants in pinned:
             for name in constants:
                 counts[name] = counts.get(name, 0) + 1
-        self.key_local = max(counts, key=counts.get) if counts else None
-        keys = [c.get(self.key_local) for c in pinned]
+        self.key_source = max(counts, key=counts.get) if counts else None
+        keys = [c.get(self.key_source) for c in pinned]
         self.unpinned = [e for e, k in zip(self, keys) if k is None]
         self.by_value = {k: [e for e, k2 in zip(self, keys) if k2 is None or k2 == k] for k in set(keys) - {None}}
 
     def candidates(self, f_locals: dict) -> list[CacheEntry]:
         """The entries that may pass for these locals, in compile order (see the Note)."""
-        if self.key_local is None:
+        if self.key_source is None:
             return self
-        value = f_locals.get(self.key_local, _MISSING)
+        value = input_value(self.key_source, f_locals)
         try:
             return self.by_value.get((type(value), value), self.unpinned)
         except TypeError:  # an unhashable value: no entry pins this local to it

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import Source
+from .source import LocalSource, Source, TupleIteratorGetItemSource
 
 
 @dataclasses.dataclass
@@ -128,6 +128,8 @@ class Guard:
             return f"== {self.expected!r} ({type(self.expected).__name__})"
         if self.kind in ("LIST_LENGTH",):
             return f"len == {self.expected}"
+        if self.kind == "TUPLE_ITERATOR_LEN":
+            return "items left {} {}".format(*self.expected)
         if self.kind == "DICT_KEYS":
             return f"keys == {list(self.expected)}"
         if self.kind == "GRAD_MODE":
@@ -168,12 +170,15 @@ class GuardManager:
     def __init__(self, guards: list[Guard]):
         from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
         from .variables.nn_module import any_global_module_hooks
+        from .utils import tuple_iterator_getitem, tuple_iterator_len
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
                                         "___default_dtype": torch.get_default_dtype, "sys": sys,
                                         "___global_module_hooks": any_global_module_hooks,
                                         "___autocast_state": autocast_state,
+                                        "___tuple_iterator_len": tuple_iterator_len,
+                                        "___tuple_iterator_getitem": tuple_iterator_getitem,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
@@ -209,6 +214,9 @@ class GuardManager:
             return f"type({s}) is ___t{k} and {s} == {v}"
         if g.kind == "LIST_LENGTH":
             return f"len({s}) == {v}"
+        if g.kind == "TUPLE_ITERATOR_LEN":
+            op, n = g.expected
+            return f"___tuple_iterator_len({s}) {op} {n}"
         if g.kind == "DICT_KEYS":
             return f"list({s}.keys()) == {v}"
         if g.kind == "GRAD_MODE":
@@ -231,7 +239,7 @@ class GuardManager:
         [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
         so a failing check must fail fast.  The resume function of a loop over experts has one entry per expert
         index, tried in order on every iteration: ``L['expert_idx'] == 3`` must decide before anything else is
-        looked at.  So a frame local's EQUALS_MATCH comes first, even before the ambient state (grad mode,
+        looked at.  So the EQUALS_MATCH of a frame local (or of a resumed loop's next item) comes first, even before the ambient state (grad mode,
         autocast: the same for every entry, so it never tells them apart).  Then shallow sources first and, at
         each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
         into a local, just before the first guard that needs it (``nn.Module.__getattr__`` is slow).
@@ -277,7 +285,16 @@ class GuardManager:
         return "\n".join(str(g) for g in self.guards)
 
 
-_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS"}
+_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS",
+                "TUPLE_ITERATOR_LEN"}
+
+
+def is_frame_input(source: Source | None) -> bool:
+    """A value read straight from the frame's locals: ``L['i']``, or the next items of a loop iterator it
+    received (``___tuple_iterator_getitem(L['___stack_1'], 0)``: the loop variable of a resumed loop)."""
+    if type(source) is TupleIteratorGetItemSource:
+        source = source.base
+    return type(source) is LocalSource
 
 
 def _depth(source: Source | None) -> int:
@@ -289,7 +306,7 @@ def _depth(source: Source | None) -> int:
 
 def _guard_rank(g: Guard) -> tuple[int, int]:
     """Sort key of a guard in the check function (see [Note: guard order and shared prefixes])."""
-    if g.kind == "EQUALS_MATCH" and _depth(g.source) == 0:
+    if g.kind == "EQUALS_MATCH" and is_frame_input(g.source):
         return (-2, 0)  # L['expert_idx'] == 3: what tells the entries of a loop's resume function apart
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
@@ -349,6 +366,8 @@ def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
         return f"type {type(val).__qualname__}"
     if g.kind == "LIST_LENGTH":
         return f"len {len(val)}"
+    if g.kind == "TUPLE_ITERATOR_LEN":
+        return f"{scope['___tuple_iterator_len'](val)} items left"
     if g.kind == "DICT_KEYS":
         return f"keys {list(val.keys())}"
     return short_repr(val) + f" ({type(val).__name__})"

@@ -83,7 +83,7 @@ class OutputGraph:
         self.symbolic_inputs: list[tuple[Source, Any]] = []  # every fakified input, for ShapeEnv.produce_guards
         self.marked_symbols: list[tuple[str, Any]] = []  # mark_dynamic dims: (name, symbol)
         self.input_fakes: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.int_symbols: list[tuple[str, Any]] = []  # int arguments traced as symbols: (name, symbol)
+        self.int_symbols: list[tuple[Source, Any]] = []  # int arguments traced as symbols: (source, symbol)
         self.shape_guard_frames: list[tuple[Any, traceback.FrameSummary | None]] = []
         self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
         self.ctx = None
@@ -179,7 +179,7 @@ class OutputGraph:
                                            do_not_specialize_zero_one=True)  # an int, not a size: any value
         sym_int = self.shape_env.create_symintnode(sym, hint=value, source=guard_source)
         self.symbol_frames.setdefault(sym, self.user_frame())
-        self.int_symbols.append((source.name(), sym))
+        self.int_symbols.append((source, sym))
         self.symbolic_inputs.append((source, sym_int))
         self.add_guard("TYPE_MATCH", source, int)
         return SymNodeVariable(self.new_placeholder(source, value, sym_int), sym_int, source=source)

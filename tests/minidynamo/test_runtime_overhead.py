@@ -8,7 +8,10 @@ import torch
 from torch import nn
 
 import minidynamo
+from minidynamo.guards import is_frame_input
+from minidynamo.source import LocalSource
 from minidynamo.testing import CompileCounter
+from minidynamo.utils import tuple_iterator_state
 
 
 @pytest.fixture(autouse=True)
@@ -52,13 +55,14 @@ def test_loop_index_is_the_first_guard_of_a_resume_function():
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x))
         torch.testing.assert_close(compiled(x), model(x))
-    # forward runs expert 0; the loop's FOR_ITER breaks and the body resumes with i (on the stack) = 1, 2, 3
+    # forward runs expert 0 up to the break; one resume function runs the rest of the body and the next expert
+    # up to the break, with an entry per next index 1, 2, 3 (and one for the end of the loop)
     per_index = [e for e in entries_of(compiled, "__resume_at") if any(g.kind == "EQUALS_MATCH" for g in e.guards)]
-    assert len(per_index) == 3
-    assert minidynamo.counters["recompiles"]["total"] == 2
+    assert len(per_index) == 3 and len(entries_of(compiled, "__resume_at")) == 4
+    assert minidynamo.counters["recompiles"]["total"] == 3
     for entry in per_index:
         first = guard_lines(entry)[0]
-        assert first.startswith("if not (type(L['") and "EQUALS_MATCH" in first, first
+        assert "EQUALS_MATCH" in first and "is ___t" in first, first
 
 
 def test_module_sources_read_the_module_dicts():
@@ -136,6 +140,19 @@ def spy_on_checks(entries, calls: list) -> None:
         entry.guard_manager.check = (lambda c: lambda L, G: calls.append(L) or c(L, G))(check)
 
 
+def with_key(f_locals: dict, source, value, drop: bool = False) -> dict:
+    """``f_locals`` where the indexed input reads ``value`` (or is missing): a local, or a loop iterator's item."""
+    name = source.local_name if isinstance(source, LocalSource) else source.base.local_name
+    if drop:
+        return {k: v for k, v in f_locals.items() if k != name}
+    if isinstance(source, LocalSource):
+        return dict(f_locals, **{name: value})
+    items, index = tuple_iterator_state(f_locals[name])
+    rest = list(items[index:])
+    rest[source.index] = value
+    return dict(f_locals, **{name: iter(tuple(rest))})
+
+
 def test_cache_lookup_by_index_agrees_with_a_plain_scan():
     """[Note: cache entries indexed by a constant]: the index picks the entry a scan in compile order picks, for
     the locals of real calls and for those locals with the indexed value changed (other ints, types, unhashable)."""
@@ -148,11 +165,11 @@ def test_cache_lookup_by_index_agrees_with_a_plain_scan():
         calls = []
         spy_on_checks(entries, calls)
         torch.testing.assert_close(compiled(x), model(x))
-    assert entries.key_local == "i" and len(entries.by_value) >= 4 and len(entries.unpinned) >= 1
+    assert is_frame_input(entries.key_source) and len(entries.by_value) >= 4
     f_globals = model.forward.__globals__
     seen = {id(L): L for L in calls}.values()
-    variants = [dict(L, i=v) for L in seen for v in [*range(-1, 8), "3", 3.0, True, [1]]] + \
-        [{k: v for k, v in L.items() if k != "i"} for L in seen]
+    variants = [with_key(L, entries.key_source, v) for L in seen for v in [*range(-1, 8), "3", 3.0, True, [1]]]
+    variants += [with_key(L, entries.key_source, None, drop=True) for L in seen]
     for f_locals in [*seen, *variants]:
         assert entries.lookup(f_locals, f_globals) is plain_scan(entries, f_locals, f_globals)
 
@@ -172,3 +189,65 @@ def test_loop_lookup_tries_few_guard_functions():
     frames = 1 + 2 * 8  # forward; per iteration the body after the break and the FOR_ITER's continuation
     assert biggest >= 6
     assert len(tried) <= frames + 8  # at most one miss (the unpinned entry) per iteration
+
+
+# --- [Note: loops resumed with their iterator] -------------------------------------------------------------------
+def sum_items(it, x):
+    for v in it:
+        x = x + v
+    return x
+
+
+def take_one(it, x):
+    return x * next(it)
+
+
+def sum_with_break(it, x):
+    for v in it:
+        x = x + v
+        minidynamo.graph_break()
+    return x
+
+
+def test_tuple_iterator_input_is_traced_and_advanced():
+    """An input ``tuple_iterator`` is unrolled in the graph, and the real iterator is left where eager leaves it."""
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(sum_items, backend=cnt)
+    x = torch.randn(3)
+    it, expected_it = iter((1, 2, 3)), iter((1, 2, 3))
+    torch.testing.assert_close(f(it, x), sum_items(expected_it, x))
+    assert list(it) == list(expected_it) == []
+    assert cnt.frame_count == 1 and not minidynamo.counters["graph_break"]
+    g = minidynamo.minicompile(take_one, backend="eager")
+    it = iter((2.0, 5.0))
+    torch.testing.assert_close(g(it, x), x * 2.0)
+    assert next(it) == 5.0
+
+
+def test_tuple_iterator_guards_the_items_left():
+    """A loop the trace ran to its end pins the number of items (== n); a changed item value is seen."""
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(sum_items, backend=cnt)
+    x = torch.randn(3)
+    for items in [(1, 2, 3), (1, 2, 3), (1, 2), (4, 5), (1, 2, 3, 4)]:
+        torch.testing.assert_close(f(iter(items), x), sum_items(iter(items), x))
+    reasons = " ".join(f._minidynamo_ctx.recompile_reasons)
+    assert "TUPLE_ITERATOR_LEN: expected items left == 3, got 2 items left" in reasons
+
+
+def test_loop_resumed_with_its_iterator_has_no_break_at_for_iter():
+    """A break in a loop body: the resume function runs the rest of the body, ``FOR_ITER`` on the iterator it
+    received, and the next body up to the break -- one frame per iteration, one entry for all iterations (the
+    item is an int that becomes dynamic; ``len >= 1`` does not pin how many are left)."""
+    f = minidynamo.minicompile(sum_with_break, backend="eager")
+    x = torch.randn(3)
+    for n in (5, 40):
+        items = tuple(range(n))
+        it, expected_it = iter(items), iter(items)
+        torch.testing.assert_close(f(it, x), sum_with_break(expected_it, x))
+        assert list(it) == []
+    ctx = f._minidynamo_ctx
+    assert "iterating over tuple_iterator object" not in minidynamo.counters["graph_break"]
+    resume = [es for code, es in ctx.cache.items() if code.co_name.startswith("__resume_at")]
+    assert len(resume) == 1 and len(resume[0]) <= 3  # the first item, then a dynamic one, then the loop's end
+    assert minidynamo.counters["recompiles"]["total"] <= 3
