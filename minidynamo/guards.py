@@ -177,6 +177,9 @@ class GuardManager:
                                         "___default_dtype": torch.get_default_dtype, "sys": sys,
                                         "___global_module_hooks": any_global_module_hooks,
                                         "___autocast_state": autocast_state,
+                                        "___autocast_enabled": torch.is_autocast_enabled,
+                                        "___autocast_dtype": torch.get_autocast_dtype,
+                                        "___dims_match": _dims_match,
                                         "___tuple_iterator_len": tuple_iterator_len,
                                         "___tuple_iterator_getitem": tuple_iterator_getitem,
                                         "torch": torch, "math": math}
@@ -192,6 +195,10 @@ class GuardManager:
         s = (spell or (lambda src: src.name()))(g.source) if g.source else None
         if g.kind == "NO_TENSOR_ALIASING" and spell is not None:
             return f"___no_aliasing({', '.join([s] + [spell(o) for o in g.extra])})"
+        if g.kind == "TENSOR_MATCH" and spell is not None:
+            return self._inline_tensor_match(k, g.expected, s)
+        if g.kind == "AUTOCAST" and spell is not None:
+            return self._inline_autocast(k, g.expected)
         if g.kind == "TENSOR_MATCH":
             return f"___tensor_match({s}, {v})"
         if g.kind == "ID_MATCH":
@@ -233,6 +240,38 @@ class GuardManager:
             return f"___no_aliasing({', '.join([s] + [o.name() for o in g.extra])})"
         raise AssertionError(g.kind)
 
+    def _inline_tensor_match(self, k: int, meta: TensorMeta, s: str) -> str:
+        """``tensor_match`` written out in the check function, with the expected values as its constants.
+
+        [Note: inlined tensor checks]  A check function runs on every frame entry, and in the tutorial MoE's loop
+        a third of its lines are TENSOR_MATCHes: written out (no call, no reads of a ``TensorMeta``), each costs
+        about half.  ``tensor_match`` stays the reference (``first_failure`` and ``check_kinds`` use it); a test
+        checks that the two agree.  Symbolic sizes and strides (str entries) go through ``___dims_match``."""
+        names = {}
+        for field in ("type", "dtype", "requires_grad", "shape", "stride", "device"):
+            names[field] = f"___v{k}_{field}"
+            self.closure[names[field]] = getattr(meta, field)
+        t = f"___t{k}"
+
+        def dims(actual: str, field: str) -> str:
+            expected = getattr(meta, field)
+            if any(type(d) is str for d in expected):
+                return f"___dims_match(tuple({actual}), {names[field]})"
+            return f"{actual} == {names[field]}"
+        return (f"type({t} := {s}) is {names['type']} and {t}.dtype is {names['dtype']} and "
+                f"{t}.requires_grad is {names['requires_grad']} and {dims(f'{t}.shape', 'shape')} and "
+                f"{dims(f'{t}.stride()', 'stride')} and {t}.device == {names['device']}")
+
+    def _inline_autocast(self, k: int, expected: tuple) -> str:
+        """The AUTOCAST guard as identity checks of each device's flag and dtype (no tuple is built)."""
+        from .variables.ctx_manager import AUTOCAST_DEVICES
+        parts = []
+        for device, (enabled, dtype) in zip(AUTOCAST_DEVICES, expected):
+            self.closure[f"___v{k}_{device}"] = dtype
+            parts.append(f"___autocast_enabled({device!r}) is {enabled} and "
+                         f"___autocast_dtype({device!r}) is ___v{k}_{device}")
+        return " and ".join(parts)
+
     def _render(self) -> str:
         """The check function's source: cheap, discriminating guards first; shared source prefixes read once.
 
@@ -249,7 +288,7 @@ class GuardManager:
         uses = _prefix_uses(self.guards)
         for k in sorted(range(len(self.guards)), key=lambda k: _guard_rank(self.guards[k])):
             g = self.guards[k]
-            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines)) if g.source else self.exprs[k]
+            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines))
             lines.append(f"        if not ({expr}):  # {g.kind}")
             lines.append("            return False")
         lines += ["    except Exception:", "        return False", "    return True"]

@@ -3,12 +3,14 @@
 Every test compares with eager and asserts counts; the cost itself is pinned by what a call does (guards tried,
 ``nn.Module.__getattr__`` calls, frames entered), not by timings.  bench/overhead_translator.py measures the time.
 """
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
 
 import minidynamo
-from minidynamo.guards import is_frame_input
+from minidynamo.guards import Guard, GuardManager, TensorMeta, is_frame_input, tensor_match
 from minidynamo.source import LocalSource
 from minidynamo.testing import CompileCounter
 from minidynamo.utils import tuple_iterator_state
@@ -251,3 +253,19 @@ def test_loop_resumed_with_its_iterator_has_no_break_at_for_iter():
     resume = [es for code, es in ctx.cache.items() if code.co_name.startswith("__resume_at")]
     assert len(resume) == 1 and len(resume[0]) <= 3  # the first item, then a dynamic one, then the loop's end
     assert minidynamo.counters["recompiles"]["total"] <= 3
+
+
+def test_inlined_tensor_match_agrees_with_tensor_match():
+    """[Note: inlined tensor checks]: the check function's written-out TENSOR_MATCH accepts exactly the tensors
+    ``tensor_match`` accepts, static or symbolic sizes, for every pair of a small zoo of tensors."""
+    base = torch.randn(4, 6)
+    zoo = [base, torch.randn(4, 6), torch.randn(6, 4).t(), base[:, :3], torch.randn(4, 6, dtype=torch.float64),
+           torch.randn(4, 6, requires_grad=True), nn.Parameter(torch.randn(4, 6)), torch.randn(3, 6),
+           torch.randn(4, 6, device="meta"), torch.randn(6), torch.zeros(4, 1)]
+    metas = [TensorMeta.of(t) for t in zoo]
+    metas.append(dataclasses.replace(TensorMeta.of(base), shape=("s0", 6), stride=(6, 1)))  # a dynamic size
+    for meta in metas:
+        manager = GuardManager([Guard("TENSOR_MATCH", LocalSource("t"), meta)])
+        assert "___tensor_match" not in manager.source  # written out
+        for t in [*zoo, "not a tensor"]:
+            assert manager.check({"t": t}, {}) == (isinstance(t, torch.Tensor) and tensor_match(t, meta)), (meta, t)
