@@ -41,7 +41,7 @@ from minidynamo import eval_frame  # noqa: E402
 from minidynamo.examples.moe import MoE  # noqa: E402
 from minidynamo.utils import tuple_iterator  # noqa: E402
 
-SIZES = dict(input_dim=64, num_experts=32, top_k=4, expert_capacity=4, hidden_dim=128, output_dim=64)
+SIZES = {"input_dim": 64, "num_experts": 32, "top_k": 4, "expert_capacity": 4, "hidden_dim": 128, "output_dim": 64}
 BATCH = 32
 
 

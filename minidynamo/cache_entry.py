@@ -17,7 +17,7 @@ import types
 from typing import Any, Callable
 
 from .guards import GuardManager, is_frame_input
-from .source import LocalSource, Source, TupleIteratorGetItemSource
+from .source import LocalSource, Source
 from .utils import tuple_iterator_getitem
 
 # The types whose ``==`` agrees with their hash, so a dict lookup finds every value an EQUALS_MATCH accepts.
@@ -53,7 +53,7 @@ class CacheEntry:
         new_fn.__kwdefaults__ = fn.__kwdefaults__
         return new_fn
 
-    def local_constants(self) -> dict[Source, tuple[type, Any]]:
+    def pinned_inputs(self) -> dict[Source, tuple[type, Any]]:
         """``{source: (type, value)}`` for each frame input this entry pins with an EQUALS_MATCH guard: a local
         (``L['expert_idx']``) or the next item of a loop iterator it receives (see ``is_frame_input``)."""
         return {g.source: (type(g.expected), g.expected) for g in self.guards
@@ -74,7 +74,7 @@ def input_value(source: Source, f_locals: dict) -> Any:
 
 
 class CacheEntries(list):
-    """The entries of one code object, in compile order, indexed by the value of one frame local.
+    """The entries of one code object, in compile order, indexed by the value of one frame input.
 
     [Note: cache entries indexed by a constant]  The resume function of the tutorial MoE's expert loop has an
     entry per expert index (its graph reads ``self.experts[expert_idx]``), ~60 with the size variants, and runs
@@ -82,10 +82,11 @@ class CacheEntries(list):
     forward.  An entry whose guards include ``L['expert_idx'] == 3`` cannot run for any other value, so the
     entries are indexed by that input: ``by_value[(int, 3)]`` lists the entries that pin it to 3 *and* every
     entry that does not pin it, in compile order, and a value no entry pins gets only the latter.  Running the
-    first candidate whose guards pass is then exactly what the plain scan would run.  A resumed loop's variable
-    is the next item of the iterator the resume function receives, pinned the same way (``is_frame_input``).  (Upstream has no index: its
-    guards are C++ and a miss costs tens of nanoseconds.)  The index key is the local pinned by most entries,
-    re-chosen at every append (a compile: rare).  Only constants whose hash agrees with ``==`` are indexed.
+    first candidate whose guards pass is then exactly what the plain scan would run.  A resumed loop's variable,
+    the next item of the iterator the resume function receives, is pinned the same way (``is_frame_input``).
+    The key is the input pinned by most entries, re-chosen at every append (a compile: rare); only constants
+    whose hash agrees with ``==`` are indexed.  Entries are only ever appended (``eval_frame``), which keeps the
+    index in step.  (Upstream has no index: its guards are C++, and a miss costs tens of nanoseconds.)
     """
 
     def __init__(self, entries=()):
@@ -100,7 +101,7 @@ class CacheEntries(list):
         self._reindex()
 
     def _reindex(self) -> None:
-        pinned = [e.local_constants() for e in self]
+        pinned = [e.pinned_inputs() for e in self]
         counts: dict[str, int] = {}
         for constants in pinned:
             for name in constants:

@@ -11,10 +11,9 @@ and side effects.  Mirrors ``torch/_dynamo/convert_frame.py``.
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import types
-from typing import Any, Callable
+from typing import Callable
 
 import dis
 

@@ -277,11 +277,13 @@ class GuardManager:
 
         [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
         so a failing check must fail fast.  The resume function of a loop over experts has one entry per expert
-        index, tried in order on every iteration: ``L['expert_idx'] == 3`` must decide before anything else is
-        looked at.  So the EQUALS_MATCH of a frame local (or of a resumed loop's next item) comes first, even before the ambient state (grad mode,
+        index, tried on every iteration (see also [Note: cache entries indexed by a constant]):
+        ``L['expert_idx'] == 3`` must decide before anything else is looked at.  So the EQUALS_MATCH of a frame
+        input (a local, or a resumed loop's next item) comes first, even before the ambient state (grad mode,
         autocast: the same for every entry, so it never tells them apart).  Then shallow sources first and, at
-        each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
-        into a local, just before the first guard that needs it (``nn.Module.__getattr__`` is slow).
+        each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such
+        as ``L['self']._modules['experts']._modules['3']`` that several guards read is evaluated once,
+        into a local, just before the first guard that needs it.
         """
         lines = ["def ___guard(L, G):", "    try:"]
         names: dict[str, str] = {}  # source name -> the local that holds it

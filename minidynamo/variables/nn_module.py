@@ -1,8 +1,9 @@
 """``nn.Module``s: attributes, parameters, submodules, containers, and calls that inline ``forward``.
 
 A module read from the frame is guarded by its type and forward-hook ids (NN_MODULE).  Its parameters and buffers
-become graph inputs (sources like ``L['self']._modules['gate']._parameters['weight']``), plain attributes become guarded constants
-(``self.training``, ``self.top_k``), and calling it inlines its forward hooks and ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
+become graph inputs (sources like ``L['self']._modules['gate']._parameters['weight']``: see [Note: module sources
+read the module's dicts]), plain attributes become guarded constants (``self.training``, ``self.top_k``), and
+calling it inlines its forward hooks and ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
 support indexing, ``len`` and iteration.  Mirrors ``torch/_dynamo/variables/nn_module.py`` (upstream today inlines
 builtin modules the same way, ``inline_inbuilt_nn_modules``).
 """
