@@ -156,6 +156,16 @@ class PyCodegen:
         self.append(Instr("STORE_SUBSCR"))
 
 
+    def advance_iterator(self, it: VariableTracker) -> None:
+        """``advance_iterator(<real iterator>, n)``: take the ``n`` items the trace took from an input iterator."""
+        from .utils import advance_iterator
+        self.load_const_object(advance_iterator, push_null=True)
+        it.source.reconstruct(self)
+        self.load_const(it.consumed)
+        self.call(2)
+        self.append(Instr("POP_TOP"))
+
+
 class Fresh(VariableTracker):
     """Rebuild a sourced container from its items rather than reloading it from its source."""
 

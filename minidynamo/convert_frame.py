@@ -11,10 +11,9 @@ and side effects.  Mirrors ``torch/_dynamo/convert_frame.py``.
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import types
-from typing import Any, Callable
+from typing import Callable
 
 import dis
 
@@ -23,6 +22,7 @@ from bytecode import Instr, Label
 from . import bytecode_transformation as bt
 from . import config
 from .bytecode_analysis import livevars_analysis
+from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .guards import GuardManager
 from .output_graph import OutputGraph
@@ -38,37 +38,6 @@ from .variables.functions import CellVariable
 from .variables.lists import BaseListVariable, ListIteratorVariable, SliceVariable
 from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
-
-
-@dataclasses.dataclass
-class CacheEntry:
-    """One compiled version of a code object: valid while ``guard_manager.check(L, G)`` holds."""
-
-    guard_manager: GuardManager
-    code: types.CodeType
-    fn: Callable
-    graph_module: Any
-    compiled_fn_name: str | None
-    compile_time: float
-    orig_code: types.CodeType
-    broke: bool = False  # the translation broke the graph at its ``break_offset``
-
-    @property
-    def guards(self):
-        return self.guard_manager.guards
-
-    def fn_for(self, fn: types.FunctionType) -> Callable:
-        """The transformed code as a function with ``fn``'s closure and defaults.
-
-        The cache is keyed by code object, and many function objects share one code: closures made again on each
-        call, and resume functions bound to the cells of the frame that broke (see [Note: cells of resume
-        functions]).  Running ``self.fn`` for them would read the cells of the first one compiled."""
-        if fn.__closure__ is self.fn.__closure__ and fn.__defaults__ is self.fn.__defaults__ and \
-                fn.__kwdefaults__ is self.fn.__kwdefaults__:
-            return self.fn
-        new_fn = types.FunctionType(self.code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-        new_fn.__kwdefaults__ = fn.__kwdefaults__
-        return new_fn
 
 
 def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None) -> CacheEntry:

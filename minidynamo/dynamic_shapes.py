@@ -38,7 +38,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicC
 
 from . import config
 from .exc import ConstraintViolationError
-from .source import GetItemSource, LocalSource, Source
+from .source import GetItemSource, LocalSource, Source, TupleIteratorGetItemSource
 from .utils import counters
 
 
@@ -124,7 +124,9 @@ def int_is_dynamic(output, source: Source, value: int) -> bool:
 
 
 def _is_argument(source: Source) -> bool:
-    while isinstance(source, GetItemSource):
+    """An int passed in (``L['n']``, ``L['sizes'][1]``), or the next item of a resumed loop's iterator: the loop
+    variable, which changes every iteration (see [Note: loops resumed with their iterator])."""
+    while isinstance(source, (GetItemSource, TupleIteratorGetItemSource)):
         source = source.base
     return isinstance(source, LocalSource)
 
@@ -218,11 +220,11 @@ def symbolic_guards(output) -> list:
     (``range(n)``), SHAPE_ENV for every other relation, each with the user line that caused it."""
     from .guards import Guard
     guards, specialised = [], set()
-    for name, sym in output.int_symbols:
+    for source, sym in output.int_symbols:
         value = output.shape_env.replace(sym)
-        if value.is_number:
-            specialised.add(f"{name} == {int(value)}")
-            guards.append(Guard("EQUALS_MATCH", ExprSource(name), int(value), output.symbol_frames.get(sym)))
+        if value.is_number:  # guarded on the argument's own source: a cache index can read it (cache_entry.py)
+            specialised.add(f"{source.name()} == {int(value)}")
+            guards.append(Guard("EQUALS_MATCH", source, int(value), output.symbol_frames.get(sym)))
     for expr, frame in shape_guards(output):
         if expr not in specialised:
             guards.append(Guard("SHAPE_ENV", ExprSource(_subject(expr)), expr, frame))
@@ -252,7 +254,8 @@ def remember_specialised_ints(output) -> None:
     """An int argument traced as a symbol that the program specialised anyway (``self.experts[i]``, ``range(n)``)
     gains nothing from being symbolic: later compiles guard it with EQUALS_MATCH, which ``recompile`` can read as
     "another code path" (see [Note: recompile limit per code path] in eval_frame.py)."""
-    for name, sym in output.int_symbols:
+    for source, sym in output.int_symbols:
+        name = source.name()
         entry = frame_state(output, name).get(name)
         if entry is not None and output.shape_env.replace(sym).is_number:
             entry.specialised = True

@@ -23,7 +23,8 @@ import torch
 
 from . import config
 from .backends import lookup_backend
-from .convert_frame import CacheEntry, convert_frame
+from .cache_entry import CacheEntries
+from .convert_frame import convert_frame
 from .exc import ConstraintViolationError, Unsupported
 from .resume_execution import Continuation
 from .utils import counters
@@ -39,7 +40,7 @@ class CompileContext:
         self.backend = backend
         self.fullgraph = fullgraph
         self.dynamic = dynamic
-        self.cache: dict[types.CodeType, list[CacheEntry]] = {}
+        self.cache: dict[types.CodeType, CacheEntries] = {}
         self.skipped: dict[types.CodeType, Unsupported] = {}
         self.fallbacks: list[Unsupported] = []
         self.recompile_reasons: list[str] = []
@@ -139,10 +140,12 @@ class CompileContext:
         if code in self.skipped:
             return fn(*args, **kwargs)
         f_locals = self.frame_locals(fn, args, kwargs)
-        entries = self.cache.setdefault(code, [])
-        for entry in entries:
-            if entry.guard_manager.check(f_locals, fn.__globals__):
-                return entry.fn_for(fn)(*args, **kwargs)
+        entries = self.cache.get(code)
+        if entries is None:
+            entries = self.cache[code] = CacheEntries()
+        entry = entries.lookup(f_locals, fn.__globals__)
+        if entry is not None:
+            return entry.fn_for(fn)(*args, **kwargs)
         if entries:
             return self.recompile(fn, entries, f_locals, args, kwargs)
         return self.compile_and_call(fn, f_locals, args, kwargs)
@@ -231,7 +234,7 @@ class OptimizedModule(torch.nn.Module):
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        mod = self._orig_mod
+        mod = self._modules["_orig_mod"]  # not self._orig_mod: nn.Module.__getattr__ costs ~1 us per call
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
                 any_global_module_hooks():
             # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import Source
+from .source import LocalSource, Source, TupleIteratorGetItemSource
 
 
 @dataclasses.dataclass
@@ -128,6 +128,8 @@ class Guard:
             return f"== {self.expected!r} ({type(self.expected).__name__})"
         if self.kind in ("LIST_LENGTH",):
             return f"len == {self.expected}"
+        if self.kind == "TUPLE_ITERATOR_LEN":
+            return "items left {} {}".format(*self.expected)
         if self.kind == "DICT_KEYS":
             return f"keys == {list(self.expected)}"
         if self.kind == "GRAD_MODE":
@@ -168,12 +170,18 @@ class GuardManager:
     def __init__(self, guards: list[Guard]):
         from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
         from .variables.nn_module import any_global_module_hooks
+        from .utils import tuple_iterator_getitem, tuple_iterator_len
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
                                         "___default_dtype": torch.get_default_dtype, "sys": sys,
                                         "___global_module_hooks": any_global_module_hooks,
                                         "___autocast_state": autocast_state,
+                                        "___autocast_enabled": torch.is_autocast_enabled,
+                                        "___autocast_dtype": torch.get_autocast_dtype,
+                                        "___dims_match": _dims_match,
+                                        "___tuple_iterator_len": tuple_iterator_len,
+                                        "___tuple_iterator_getitem": tuple_iterator_getitem,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
@@ -187,6 +195,10 @@ class GuardManager:
         s = (spell or (lambda src: src.name()))(g.source) if g.source else None
         if g.kind == "NO_TENSOR_ALIASING" and spell is not None:
             return f"___no_aliasing({', '.join([s] + [spell(o) for o in g.extra])})"
+        if g.kind == "TENSOR_MATCH" and spell is not None:
+            return self._inline_tensor_match(k, g.expected, s)
+        if g.kind == "AUTOCAST" and spell is not None:
+            return self._inline_autocast(k, g.expected)
         if g.kind == "TENSOR_MATCH":
             return f"___tensor_match({s}, {v})"
         if g.kind == "ID_MATCH":
@@ -209,6 +221,9 @@ class GuardManager:
             return f"type({s}) is ___t{k} and {s} == {v}"
         if g.kind == "LIST_LENGTH":
             return f"len({s}) == {v}"
+        if g.kind == "TUPLE_ITERATOR_LEN":
+            op, n = g.expected
+            return f"___tuple_iterator_len({s}) {op} {n}"
         if g.kind == "DICT_KEYS":
             return f"list({s}.keys()) == {v}"
         if g.kind == "GRAD_MODE":
@@ -225,22 +240,57 @@ class GuardManager:
             return f"___no_aliasing({', '.join([s] + [o.name() for o in g.extra])})"
         raise AssertionError(g.kind)
 
+    def _inline_tensor_match(self, k: int, meta: TensorMeta, s: str) -> str:
+        """``tensor_match`` written out in the check function, with the expected values as its constants.
+
+        [Note: inlined tensor checks]  A check function runs on every frame entry, and in the tutorial MoE's loop
+        a third of its lines are TENSOR_MATCHes: written out (no call, no reads of a ``TensorMeta``), each costs
+        about half.  ``tensor_match`` stays the reference (``first_failure`` and ``check_kinds`` use it); a test
+        checks that the two agree.  Symbolic sizes and strides (str entries) go through ``___dims_match``."""
+        names = {}
+        for field in ("type", "dtype", "requires_grad", "shape", "stride", "device"):
+            names[field] = f"___v{k}_{field}"
+            self.closure[names[field]] = getattr(meta, field)
+        t = f"___t{k}"
+
+        def dims(actual: str, field: str) -> str:
+            expected = getattr(meta, field)
+            if any(type(d) is str for d in expected):
+                return f"___dims_match(tuple({actual}), {names[field]})"
+            return f"{actual} == {names[field]}"
+        return (f"type({t} := {s}) is {names['type']} and {t}.dtype is {names['dtype']} and "
+                f"{t}.requires_grad is {names['requires_grad']} and {dims(f'{t}.shape', 'shape')} and "
+                f"{dims(f'{t}.stride()', 'stride')} and {t}.device == {names['device']}")
+
+    def _inline_autocast(self, k: int, expected: tuple) -> str:
+        """The AUTOCAST guard as identity checks of each device's flag and dtype (no tuple is built)."""
+        from .variables.ctx_manager import AUTOCAST_DEVICES
+        parts = []
+        for device, (enabled, dtype) in zip(AUTOCAST_DEVICES, expected):
+            self.closure[f"___v{k}_{device}"] = dtype
+            parts.append(f"___autocast_enabled({device!r}) is {enabled} and "
+                         f"___autocast_dtype({device!r}) is ___v{k}_{device}")
+        return " and ".join(parts)
+
     def _render(self) -> str:
         """The check function's source: cheap, discriminating guards first; shared source prefixes read once.
 
         [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
-        so a failing check must fail fast.  Guards run shallow sources first and, at each depth, exact-value
-        guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH: the resume function of a loop over
-        experts has one entry per expert index, and ``L['expert_idx'] == 3`` decides before any weight is
-        looked at.  A prefix such as ``L['self'].experts[3].net[0]`` that several guards read is evaluated once,
-        into a local, just before the first guard that needs it (``nn.Module.__getattr__`` is slow).
+        so a failing check must fail fast.  The resume function of a loop over experts has one entry per expert
+        index, tried on every iteration (see also [Note: cache entries indexed by a constant]):
+        ``L['expert_idx'] == 3`` must decide before anything else is looked at.  So the EQUALS_MATCH of a frame
+        input (a local, or a resumed loop's next item) comes first, even before the ambient state (grad mode,
+        autocast: the same for every entry, so it never tells them apart).  Then shallow sources first and, at
+        each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such
+        as ``L['self']._modules['experts']._modules['3']`` that several guards read is evaluated once,
+        into a local, just before the first guard that needs it.
         """
         lines = ["def ___guard(L, G):", "    try:"]
         names: dict[str, str] = {}  # source name -> the local that holds it
         uses = _prefix_uses(self.guards)
         for k in sorted(range(len(self.guards)), key=lambda k: _guard_rank(self.guards[k])):
             g = self.guards[k]
-            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines)) if g.source else self.exprs[k]
+            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines))
             lines.append(f"        if not ({expr}):  # {g.kind}")
             lines.append("            return False")
         lines += ["    except Exception:", "        return False", "    return True"]
@@ -276,7 +326,16 @@ class GuardManager:
         return "\n".join(str(g) for g in self.guards)
 
 
-_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS"}
+_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS",
+                "TUPLE_ITERATOR_LEN"}
+
+
+def is_frame_input(source: Source | None) -> bool:
+    """A value read straight from the frame's locals: ``L['i']``, or the next items of a loop iterator it
+    received (``___tuple_iterator_getitem(L['___stack_1'], 0)``: the loop variable of a resumed loop)."""
+    if type(source) is TupleIteratorGetItemSource:
+        source = source.base
+    return type(source) is LocalSource
 
 
 def _depth(source: Source | None) -> int:
@@ -288,6 +347,8 @@ def _depth(source: Source | None) -> int:
 
 def _guard_rank(g: Guard) -> tuple[int, int]:
     """Sort key of a guard in the check function (see [Note: guard order and shared prefixes])."""
+    if g.kind == "EQUALS_MATCH" and is_frame_input(g.source):
+        return (-2, 0)  # L['expert_idx'] == 3: what tells the entries of a loop's resume function apart
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
     if g.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING"):
@@ -346,6 +407,8 @@ def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
         return f"type {type(val).__qualname__}"
     if g.kind == "LIST_LENGTH":
         return f"len {len(val)}"
+    if g.kind == "TUPLE_ITERATOR_LEN":
+        return f"{scope['___tuple_iterator_len'](val)} items left"
     if g.kind == "DICT_KEYS":
         return f"keys {list(val.keys())}"
     return short_repr(val) + f" ({type(val).__name__})"

@@ -56,6 +56,9 @@ _INPLACE_OPERATORS = {getattr(operator, n) for n in dir(operator) if n.startswit
 def is_module_attribute(output, source: Source) -> bool:
     """Is ``source`` an attribute of an ``nn.Module`` (a buffer or parameter: kept static)?"""
     from .source import AttrSource
+    from .variables.nn_module import is_module_store
+    if is_module_store(source):
+        return True
     if not isinstance(source, AttrSource):
         return False
     try:
@@ -80,7 +83,7 @@ class OutputGraph:
         self.symbolic_inputs: list[tuple[Source, Any]] = []  # every fakified input, for ShapeEnv.produce_guards
         self.marked_symbols: list[tuple[str, Any]] = []  # mark_dynamic dims: (name, symbol)
         self.input_fakes: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.int_symbols: list[tuple[str, Any]] = []  # int arguments traced as symbols: (name, symbol)
+        self.int_symbols: list[tuple[Source, Any]] = []  # int arguments traced as symbols: (source, symbol)
         self.shape_guard_frames: list[tuple[Any, traceback.FrameSummary | None]] = []
         self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
         self.ctx = None
@@ -176,7 +179,7 @@ class OutputGraph:
                                            do_not_specialize_zero_one=True)  # an int, not a size: any value
         sym_int = self.shape_env.create_symintnode(sym, hint=value, source=guard_source)
         self.symbol_frames.setdefault(sym, self.user_frame())
-        self.int_symbols.append((source.name(), sym))
+        self.int_symbols.append((source, sym))
         self.symbolic_inputs.append((source, sym_int))
         self.add_guard("TYPE_MATCH", source, int)
         return SymNodeVariable(self.new_placeholder(source, value, sym_int), sym_int, source=source)

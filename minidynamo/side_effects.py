@@ -74,9 +74,16 @@ class SideEffects:
             self.order.append(("global", name))
         self.global_stores[name] = value
 
+    def advance_iterator(self, it: VariableTracker) -> None:
+        """An input iterator the trace took items from (``TupleIteratorVariable``): advanced by ``it.consumed``."""
+        if ("advance", it) not in self.order:
+            self.order.append(("advance", it))
+
     def values_to_reconstruct(self) -> list[VariableTracker]:
         out = []
         for kind, what in self.order:
+            if kind == "advance":
+                continue
             if kind == "mutate":
                 out.extend(getattr(what, "items", {}).values() if isinstance(getattr(what, "items", None), dict)
                            else getattr(what, "items", []))
@@ -112,17 +119,19 @@ class SideEffects:
         for k, (kind, what) in enumerate(self.order):
             if kind == "mutate":
                 cg(Fresh(what))
+            elif kind == "advance" or kind == "attr" and isinstance(self.attr_value(*what), DeletedAttribute):
+                temps.append(None)  # nothing to compute: `next(it)` or `del obj.name` below
+                continue
             elif kind == "attr":
-                if isinstance(self.attr_value(*what), DeletedAttribute):
-                    temps.append(None)  # nothing to compute: `del obj.name` below
-                    continue
                 cg(self.attr_value(*what))
             else:
                 cg(self.global_stores[what])
             temps.append(f"___side_effect_{k}")
             cg.store_local(temps[-1])
         for temp, (kind, what) in zip(temps, self.order):
-            if kind == "mutate":
+            if kind == "advance":
+                cg.advance_iterator(what)
+            elif kind == "mutate":
                 cg.apply_container_mutation(what, temp)
             elif temp is None:
                 cg(what[0])

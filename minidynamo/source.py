@@ -140,3 +140,25 @@ class ImportSource(Source):
 
     def reconstruct(self, codegen) -> None:
         codegen.load_const_object(sys.modules[self.module_name])
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleIteratorGetItemSource(Source):
+    """The ``index``-th item a ``tuple_iterator`` had left when the frame started (it is not advanced by reading)."""
+
+    base: Source
+    index: int
+
+    def name(self) -> str:
+        return f"___tuple_iterator_getitem({self.base.name()}, {self.index})"
+
+    def get_value(self, f_locals: dict, f_globals: dict) -> Any:
+        from .utils import tuple_iterator_getitem
+        return tuple_iterator_getitem(self.base.get_value(f_locals, f_globals), self.index)
+
+    def reconstruct(self, codegen) -> None:
+        from .utils import tuple_iterator_getitem
+        codegen.load_const_object(tuple_iterator_getitem, push_null=True)
+        self.base.reconstruct(codegen)
+        codegen.load_const(self.index)
+        codegen.call(2)

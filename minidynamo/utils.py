@@ -17,3 +17,31 @@ def unique_id(prefix: str) -> str:
 
 def istype(obj, *types) -> bool:
     return type(obj) in types
+
+
+# --- tuple iterators (a loop's iterator handed to a resume function: see variables/lists.TupleIteratorVariable) ---
+tuple_iterator = type(iter(()))
+
+
+def tuple_iterator_state(it) -> tuple[tuple, int]:
+    """The tuple behind a ``tuple_iterator`` and its position, read without advancing it (its ``__reduce__``)."""
+    reduced = it.__reduce__()  # (iter, (items,), index); once exhausted: (iter, ((),))
+    return reduced[1][0], reduced[2] if len(reduced) > 2 else 0
+
+
+def tuple_iterator_len(it) -> int:
+    """How many items ``it`` has left (upstream: ``torch._dynamo.utils.tuple_iterator_len``)."""
+    items, index = tuple_iterator_state(it)
+    return len(items) - index
+
+
+def tuple_iterator_getitem(it, k: int):
+    """The ``k``-th item ``it`` has left, without advancing it (upstream: ``tuple_iterator_getitem``)."""
+    items, index = tuple_iterator_state(it)
+    return items[index + k]
+
+
+def advance_iterator(it, n: int) -> None:
+    """Take ``n`` items from ``it``: what the transformed code does for the items its graph already used."""
+    for _ in range(n):
+        next(it)

@@ -178,7 +178,7 @@ def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------ guards, grouped
-# [Note: the guard picture]  A guard's source is an access path from the frame (``L['self'].gate.weight``);
+# [Note: the guard picture]  A guard's source is an access path from the frame (``L['self']._modules['gate']``);
 # grouping by the root name (``L['self']``, ``G['torch']``, ``(global)``) shows which inputs the compiled code
 # depends on, and how: a tensor input has one TENSOR_MATCH, a module a tree of ID/TYPE matches under it.
 GUARD_COLORS: dict[str, str] = {
@@ -192,7 +192,7 @@ GUARD_COLORS: dict[str, str] = {
 
 
 def guard_root(guard) -> str:
-    """``L['self']`` for ``L['self'].gate.weight``: the frame variable a guard's source starts from."""
+    """``L['self']`` for ``L['self']._modules['gate']``: the frame variable a guard's source starts from."""
     if guard.source is None:
         return "(global)"
     match = re.match(r"^[LG]\[[^\]]*\]", guard.source.name())

@@ -17,11 +17,13 @@ from typing import Any
 import torch
 
 from ..dynamic_shapes import int_is_dynamic
+from ..utils import tuple_iterator
 from ..source import AttrSource, GetItemSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dicts import DictVariable, SetVariable
-from .lists import ListVariable, NamedTupleVariable, RangeVariable, SliceVariable, TupleVariable
+from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SliceVariable, TupleIteratorVariable,
+                    TupleVariable)
 
 
 # C functions of these modules are pure over Python values: folded over constants, operators dispatched.
@@ -101,6 +103,9 @@ class VariableBuilder:
         if isinstance(value, range):
             self.guard("EQUALS_MATCH", value)
             return RangeVariable(value, source=src)
+        if type(value) is tuple_iterator:  # a loop's iterator, handed to a resume function
+            self.guard("TYPE_MATCH", tuple_iterator)
+            return TupleIteratorVariable(value, source=src)
         if isinstance(value, slice):
             self.guard("EQUALS_MATCH", value)
             return SliceVariable([ConstantVariable(v) for v in (value.start, value.stop, value.step)], source=src)

@@ -314,3 +314,64 @@ class ListIteratorVariable(VariableTracker):
 
     def _repr_body(self):
         return f"{self.index}/{len(self.items)}"
+
+
+class TupleIteratorVariable(ListIteratorVariable):
+    """A ``tuple_iterator`` read from the frame: its items are looked at (and guarded) one at a time.
+
+    [Note: loops resumed with their iterator]  A graph break inside ``for i in range(n)`` hands the loop's
+    iterator to the resume function (rebuilt as ``iter(tuple(rest))``).  Treated as an opaque object, its
+    ``FOR_ITER`` would be one more graph break per iteration, and one more frame: the body's resume function
+    returns to run ``FOR_ITER`` natively, then enters the body's start in a frame of its own.  Upstream Dynamo
+    traces such an input (``TupleIteratorVariable``, ``TUPLE_ITERATOR_LEN`` guards); so do we, lazily:
+    ``FOR_ITER`` peeks at the next item the real iterator holds (``TupleIteratorGetItemSource``, guarded only as
+    it is used) and guards ``len >= k`` items left -- or ``len == k`` where the trace saw the loop end -- so the
+    entry does not depend on how many iterations remain.  The real iterator is advanced by the transformed code
+    (a side effect, ``advance_iterator``), so the object the resume function receives, or the caller still
+    holds, is where CPython would leave it.
+    """
+
+    def __init__(self, value, **kw):
+        super().__init__([], **kw)
+        self.value = value
+        self.consumed = 0
+
+    def python_type(self):
+        return type(self.value)
+
+    def describe(self) -> str:
+        return "tuple_iterator"
+
+    def next_variable(self, tx) -> VariableTracker | None:
+        from ..source import TupleIteratorGetItemSource
+        from ..utils import tuple_iterator_getitem, tuple_iterator_len
+        from .builder import VariableBuilder
+        if tuple_iterator_len(self.value) <= self.consumed:
+            self._guard_len(tx, "==", self.consumed)
+            return None
+        k = self.consumed
+        self.consumed += 1
+        self._guard_len(tx, ">=", self.consumed)
+        tx.output.side_effects.advance_iterator(self)
+        return VariableBuilder(tx, TupleIteratorGetItemSource(self.source, k))(tuple_iterator_getitem(self.value, k))
+
+    def unpack_var_sequence(self, tx):
+        rest = []
+        item = self.next_variable(tx)
+        while item is not None:
+            rest.append(item)
+            item = self.next_variable(tx)
+        return rest
+
+    def _guard_len(self, tx, op: str, n: int) -> None:
+        """Pin what the trace relied on; a later step of the trace replaces the guard with a stronger one."""
+        from ..guards import Guard
+        g = Guard("TUPLE_ITERATOR_LEN", self.source, (op, n), tx.output.user_frame())
+        tx.output.guards[g.key()] = g
+
+    def reconstruct(self, codegen):
+        self.source.reconstruct(codegen)  # the real iterator (advanced by the side effects)
+
+    def _repr_body(self):
+        return f"{self.consumed} taken"
+

@@ -1,8 +1,9 @@
 """``nn.Module``s: attributes, parameters, submodules, containers, and calls that inline ``forward``.
 
 A module read from the frame is guarded by its type and forward-hook ids (NN_MODULE).  Its parameters and buffers
-become graph inputs (sources like ``L['self'].gate.weight``), plain attributes become guarded constants
-(``self.training``, ``self.top_k``), and calling it inlines its forward hooks and ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
+become graph inputs (sources like ``L['self']._modules['gate']._parameters['weight']``: see [Note: module sources
+read the module's dicts]), plain attributes become guarded constants (``self.training``, ``self.top_k``), and
+calling it inlines its forward hooks and ``type(m).forward``.  ``nn.Sequential`` / ``ModuleList`` / ``ModuleDict``
 support indexing, ``len`` and iteration.  Mirrors ``torch/_dynamo/variables/nn_module.py`` (upstream today inlines
 builtin modules the same way, ``inline_inbuilt_nn_modules``).
 """
@@ -14,7 +15,7 @@ import torch
 from torch.nn.modules import module as mod_mod
 
 from ..exc import unimplemented
-from ..source import AttrSource, GetItemSource
+from ..source import AttrSource, GetItemSource, Source
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListIteratorVariable, TupleVariable
@@ -68,13 +69,12 @@ class NNModuleVariable(VariableTracker):
     def _repr_body(self):
         return type(self.module).__name__
 
-    def _child(self, tx, key, value, by_attr: bool = True) -> VariableTracker:
+    def _child(self, tx, key, value) -> VariableTracker:
         from .builder import VariableBuilder
         if self.source is None:
             unimplemented(f"a module built inside the compiled function ({self.describe()})",
                           "construct modules outside the compiled function")
-        src = AttrSource(self.source, key) if by_attr else GetItemSource(self.source, key)
-        return VariableBuilder(tx, src)(value)
+        return VariableBuilder(tx, module_child_source(self.source, self.module, key))(value)
 
     def var_getattr(self, tx, name):
         m = self.module
@@ -183,7 +183,7 @@ class NNModuleVariable(VariableTracker):
         m = self.module
         key = index.as_python_constant()
         if isinstance(m, torch.nn.ModuleDict):
-            return self._child(tx, key, m[key], by_attr=False)
+            return self._child(tx, key, m[key])
         if isinstance(key, slice):  # a slice of a ModuleList/Sequential: a list of the submodules
             from .lists import ListVariable
             return ListVariable(self._items(tx)[key])
@@ -212,13 +212,41 @@ class NNModuleVariable(VariableTracker):
 
     def _child_path(self, tx, path, value):
         from .builder import VariableBuilder
-        src = self.source
+        src, owner = self.source, self.module
         for p in path:
-            src = AttrSource(src, p)
+            src, owner = module_child_source(src, owner, p), getattr(owner, p)
         return VariableBuilder(tx, src)(value) if path else self
 
     def reconstruct(self, codegen):
         return super().reconstruct(codegen)
+
+
+MODULE_STORES = ("_parameters", "_buffers", "_modules")
+
+
+def module_child_source(base: Source, module: torch.nn.Module, key: str) -> Source:
+    """The source of ``module.<key>``: a read of the dict that holds it, e.g. ``L['self']._modules['gate']``.
+
+    [Note: module sources read the module's dicts]  Parameters, buffers and submodules are not in a module's
+    ``__dict__``: ``module.gate`` only finds them after a failed normal lookup, in ``nn.Module.__getattr__``, a
+    Python function (~1 us, ten times a dict read).  Guards and the transformed code read these sources on every
+    call, along chains like ``self.experts[3].net[0].weight``, so a source reads the dict directly:
+    ``L['self']._modules['experts']._modules['3']._modules['net']._modules['0']._parameters['weight']``, as
+    upstream's sources and guards do (``DictGetItemSource(AttrSource(base, '_modules'), name)``).  It reads what
+    ``var_getattr`` looked at while tracing, so the guard checks the very fact the trace relied on.  Plain
+    attributes (``self.training``, ``self.top_k``) live in ``__dict__`` and keep the attribute spelling.
+    """
+    stores = module.__dict__
+    for store in MODULE_STORES:
+        if key in stores.get(store, ()):
+            return GetItemSource(AttrSource(base, store), key)
+    return AttrSource(base, key)
+
+
+def is_module_store(source: Source) -> bool:
+    """Is ``source`` a parameter, buffer or submodule read from its module's dict (``..._parameters['w']``)?"""
+    return isinstance(source, GetItemSource) and isinstance(source.base, AttrSource) and \
+        source.base.member in MODULE_STORES
 
 
 def module_method(tx, module_vt: NNModuleVariable, name: str) -> VariableTracker:
