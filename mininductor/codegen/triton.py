@@ -45,7 +45,7 @@ from ..indexing import (
 from ..runtime import candidate_configs
 from ..scheduler import RINDEX, XINDEX, FusedSchedulerNode
 from ..virtualized import V
-from .triton_ops import BINARY, TL_DTYPE, UNARY, compute_dtype, constant_repr
+from .triton_ops import BINARY, INTERPRETED_UNARY, TL_DTYPE, UNARY, compute_dtype, constant_repr
 from .triton_reduction import ReductionCodegenMixin
 
 
@@ -421,7 +421,9 @@ class TritonKernel(ReductionCodegenMixin):
     def __getattr__(self, name: str):
         if name in UNARY:
             fmt, kind = UNARY[name]
-            return lambda a: self._emit(fmt.format(a, t=TL_DTYPE[self._dtype(a)]), self._result(kind, a))
+            if self.interpret and name in INTERPRETED_UNARY:
+                fmt = INTERPRETED_UNARY[name]
+            return lambda a: self._emit(fmt.format(a, t=TL_DTYPE[self._result(kind, a)]), self._result(kind, a))
         if name in BINARY:
             fmt, kind = BINARY[name]
             return lambda a, b: self._emit(fmt.format(a, b), self._result(kind, a, b))

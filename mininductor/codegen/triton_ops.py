@@ -58,6 +58,15 @@ UNARY = {
     "signbit": ("{0} < 0", "bool"),
 }
 
+# Under Triton's interpreter these run as NumPy float32 ufuncs, whose SIMD versions vary with the CPU (and NumPy 2.5
+# rewrote sin/cos): on one lent GPU machine's CPU an interpreted float32 sin differed from eager by 1.5e-4. Interpreted
+# kernels compute them in float64 and round once, which is as close to eager as float32 allows on every CPU.
+INTERPRETED_UNARY = {
+    "sin": "tl.sin({0}.to(tl.float64)).to({t})",
+    "cos": "tl.cos({0}.to(tl.float64)).to({t})",
+    "tan": "(tl.sin({0}.to(tl.float64)) / tl.cos({0}.to(tl.float64))).to({t})",
+}
+
 BINARY = {
     "add": ("{0} + {1}", "same"),
     "sub": ("{0} - {1}", "same"),
