@@ -114,7 +114,7 @@ def print_row(row: dict) -> None:
 def measure(kind: str, compiler: str, args) -> dict:
     t0 = time.perf_counter()
     import torch
-    import torch._dynamo  # noqa: F401  (torch.compile and our ShapeEnv both import it; not part of a compile)
+    import torch._dynamo
     sys.path.insert(0, ROOT)
     import minidynamo
     import mininductor

@@ -18,11 +18,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
-import mininductor  # noqa: E402
-from kernels import bench, cases, copy_bandwidth, nbytes  # noqa: E402
-from triton.testing import do_bench  # noqa: E402
-from mininductor import runtime  # noqa: E402
+from kernels import bench, cases, copy_bandwidth, nbytes
+from triton.testing import do_bench
 
+import mininductor
+from mininductor import runtime
 
 # the code-generation choices compared (each a mininductor.config.patch)
 VARIANTS = [dict(eviction_policies=False), dict(eviction_policies=True),
@@ -73,7 +73,7 @@ def sweep(name, fn, args, copy_gbs, knobs: dict) -> None:
         rows = []
         for cfg in wide_configs(launcher.kind, launcher.xnumel, launcher.rnumel):
             try:
-                rows.append((do_bench(lambda cfg=cfg: launcher._launch(cfg, largs), warmup=25, rep=100,
+                rows.append((do_bench(lambda cfg=cfg, k=launcher, a=largs: k._launch(cfg, a), warmup=25, rep=100,
                                       return_mode="median"), cfg))
             except Exception as e:  # noqa: BLE001  (out of resources etc.)
                 print(f"   {cfg}: {type(e).__name__}")

@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
-import gc
 import cProfile
+import gc
 import os
 import pstats
 import sys
@@ -36,10 +36,10 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import minidynamo  # noqa: E402
-from minidynamo import eval_frame  # noqa: E402
-from minidynamo.examples.moe import MoE  # noqa: E402
-from minidynamo.utils import tuple_iterator  # noqa: E402
+import minidynamo
+from minidynamo import eval_frame
+from minidynamo.examples.moe import MoE
+from minidynamo.utils import tuple_iterator
 
 SIZES = {"input_dim": 64, "num_experts": 32, "top_k": 4, "expert_capacity": 4, "hidden_dim": 128, "output_dim": 64}
 BATCH = 32

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .guards import GuardManager, is_frame_input
 from .source import LocalSource, Source

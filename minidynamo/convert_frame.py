@@ -11,11 +11,10 @@ and side effects.  Mirrors ``torch/_dynamo/convert_frame.py``.
 """
 from __future__ import annotations
 
+import dis
 import inspect
 import types
-from typing import Callable
-
-import dis
+from collections.abc import Callable
 
 from bytecode import Instr, Label
 
@@ -24,12 +23,20 @@ from . import config
 from .bytecode_analysis import livevars_analysis
 from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
+from .exc import Unsupported, unimplemented
 from .guards import GuardManager
 from .output_graph import OutputGraph
+from .resume_execution import (
+    Continuation,
+    GradModeExit,
+    bind_closure,
+    compiled_callee,
+    copy_instruction,
+    enter_autocast,
+    enter_record_function,
+    forward_jump_name,
+)
 from .source import LocalSource
-from .exc import Unsupported, unimplemented
-from .resume_execution import (Continuation, GradModeExit, bind_closure, compiled_callee, copy_instruction,
-                               enter_autocast, enter_record_function, forward_jump_name)
 from .utils import counters
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker

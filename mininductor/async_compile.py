@@ -110,7 +110,7 @@ def _prepare(launchers: Iterable[Any]) -> None:
     for launcher in launchers:
         caches = getattr(launcher.fn, "device_caches", None)
         if caches is not None:
-            caches[device]  # noqa: B018 - the lookup creates the entry
+            caches[device]
 
 
 def _warmup(launcher: Any, signature: list, cfg: dict, device: int | None = None) -> None:

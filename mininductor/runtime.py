@@ -269,10 +269,10 @@ class DirectLauncher:
     the host time of a launch (bench/overhead.py).
     """
 
-    __slots__ = ("kernel", "grid", "constexprs", "aligned", "ints", "stream_of", "device")
+    __slots__ = ("aligned", "constexprs", "device", "grid", "ints", "kernel", "stream_of")
 
     @staticmethod
-    def make(fn, kernel, cfg: dict, args, grid: tuple) -> "DirectLauncher | None":
+    def make(fn, kernel, cfg: dict, args, grid: tuple) -> DirectLauncher | None:
         try:
             from triton.runtime import driver
             names = list(fn.arg_names)
