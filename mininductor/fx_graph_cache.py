@@ -41,7 +41,10 @@ def cache_key(gm: torch.fx.GraphModule, example_inputs: list, changes: dict) -> 
     graph = _graph_text(gm)
     if graph is None:
         return None
-    inputs = [_input_text(x) for x in example_inputs]
+    # a symbolic input is keyed by its symbols (the graph's own example values), not by this call's sizes or value:
+    # the loop index of the tutorial MoE is ``s10`` in every expert's graph, and the compile serves all of them
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    inputs = [_input_text(_graph_example(n, x)) for n, x in zip(placeholders, example_inputs)]
     # a symbolic graph (served per size) and its static specialisations for one size are different compiles
     state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
              torch.is_autocast_enabled("cuda"), sorted(changes.items()), _config_state())
@@ -93,6 +96,15 @@ def _target_text(node: torch.fx.Node) -> str:
     if isinstance(t, str):
         return t  # a method name
     return f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', None) or repr(t)}"
+
+
+def _graph_example(node: torch.fx.Node, x: Any) -> Any:
+    """The placeholder's example value when it is symbolic (a SymInt, or a tensor with symbolic sizes), else ``x``."""
+    value = node.meta.get("example_value")
+    if isinstance(value, torch.SymInt) or (isinstance(value, torch.Tensor) and
+                                           any(isinstance(s, torch.SymInt) for s in value.shape)):
+        return value
+    return x
 
 
 def _input_text(x: Any) -> tuple:

@@ -30,8 +30,8 @@ counts those static compiles and ``metrics.symbolic_fallbacks`` says why each gr
 
 **Int operands as tensors** (``ints_as_tensors``) before either: an int input used only as an operand of
 element-wise ops on tensors (``flat_indices == expert_idx``: the tutorial MoE's loop index, an automatic dynamic
-int) is passed as a 0-d tensor instead.  The graph is then static -- one compile for every value, where a compile
-per value would otherwise make a kernel per value (30 of the tutorial MoE's first call).  A 0-d tensor promotes
+int) is passed as a 0-d tensor instead.  One compile then serves every value (static, or symbolic in the tensors'
+sizes only), where a compile per value would otherwise make a kernel per value (30 of the tutorial MoE's first call).  A 0-d tensor promotes
 like the Python int it stands for, so values are unchanged.
 
 [Note: never a wrong answer]  Every refusal happens at compile time and costs one static compile per shape,
@@ -217,7 +217,7 @@ class IntsAsTensors:
 
 def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | None:
     """``(graph, inputs, positions)``: ``gm`` where the int inputs at ``positions`` -- each only an operand of
-    ``_INT_OPERAND_OPS`` with a tensor result -- are 0-d tensor inputs, when that leaves a static graph; else None."""
+    ``_INT_OPERAND_OPS`` with a tensor result -- are 0-d tensor inputs; None when there is no such int."""
     placeholders = list(gm.graph.find_nodes(op="placeholder"))
     positions = frozenset(k for k, x in enumerate(example_inputs) if type(x) is int)
     if not positions or len(placeholders) != len(example_inputs) or \
@@ -225,14 +225,28 @@ def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | N
         return None
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
+    zero_dim = _fake_zero_dim(placeholders)
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
-        if node in (placeholders[k] for k in positions):
-            env[node].meta.pop("example_value", None)  # a 0-d tensor now, not a SymInt
+        if node in (placeholders[k] for k in positions):  # a 0-d tensor now, not a SymInt
+            env[node].meta.pop("example_value", None)
+            if zero_dim is not None:  # the symbolic path reads every placeholder's fake value
+                env[node].meta["example_value"] = zero_dim
     out = torch.fx.GraphModule(gm, graph, class_name="GraphModule")
     out.meta.update(gm.meta)
     inputs = [torch.tensor(x) if k in positions else x for k, x in enumerate(example_inputs)]
-    return None if is_symbolic_graph(out, inputs) else (out, inputs, positions)
+    return out, inputs, positions  # still symbolic in tensor sizes? compile_fx then compiles that symbolically
+
+
+def _fake_zero_dim(placeholders: list[torch.fx.Node]) -> torch.Tensor | None:
+    """A fake 0-d int64 tensor in the fake mode of the graph's other inputs (None if it has no fake inputs)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    for node in placeholders:
+        value = node.meta.get("example_value")
+        if isinstance(value, FakeTensor):
+            with value.fake_mode:
+                return torch.empty((), dtype=torch.int64)
+    return None
 
 
 def _only_tensor_operand(node: torch.fx.Node) -> bool:

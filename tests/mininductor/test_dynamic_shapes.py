@@ -45,15 +45,23 @@ def test_inductor_serves_every_size_from_one_frame():
 
 
 def test_inductor_with_automatic_dynamic_and_an_int_input():
-    def f(x, n):
+    def f(x, n):  # n only multiplies a tensor: passed as a 0-d tensor, the graph stays symbolic in x's rows
         return (x * n).sum(0) + x.shape[0]
-    compiled = minidynamo.minicompile(f, backend="inductor")
-    for b, n in ((3, 2), (5, 3), (7, 4), (5, 3)):
-        x = torch.randn(b, 8)
-        assert_same(compiled(x, n), f(x, n))
-    assert minidynamo.counters["frames"]["ok"] == 2  # static first, then x's dim 0 and n are symbols
-    assert metrics.specialisations == 2  # (7, 4) and (5, 3) under the symbolic graph
-    assert metrics.symbolic_compiles == 0 and "int inputs" in metrics.symbolic_fallbacks[0]
+
+    def g(x, n):  # n is a slice bound: its value would be a kernel argument too, so one compile per size/value
+        return (x[:n] * 2).sum(0) + x.shape[0]
+
+    for fn, specialisations, symbolic in ((f, 0, 1), (g, 2, 0)):
+        metrics.reset()
+        minidynamo.reset()
+        compiled = minidynamo.minicompile(fn, backend="inductor")
+        for b, n in ((3, 2), (5, 3), (7, 4), (5, 3)):
+            x = torch.randn(b, 8)
+            assert_same(compiled(x, n), fn(x, n))
+        assert minidynamo.counters["frames"]["ok"] == 2  # static first, then x's dim 0 and n are symbols
+        assert metrics.specialisations == specialisations  # g: (7, 4) and (5, 3) under the symbolic graph
+        assert metrics.symbolic_compiles == symbolic
+        assert ("int inputs" in metrics.symbolic_fallbacks[0]) if specialisations else not metrics.symbolic_fallbacks
 
 
 def test_training_with_symbolic_sizes_specialises_forward_and_backward():

@@ -37,3 +37,36 @@ def test_key_tells_shapes_dtypes_and_grad_mode_apart():
     with torch.no_grad():
         keys.add(fx_graph_cache.cache_key(plain, [torch.randn(2)], {}))
     assert len(keys) == 4
+
+
+def test_a_loop_over_experts_compiles_its_body_once():
+    # The tutorial MoE's shape: a loop whose body breaks on a data-dependent x[mask], selects layers[i], and
+    # compares with i. Once the row count has changed (automatic dynamic: a symbol), each iteration's graph differs
+    # from the last only in the loop index (a symbol, passed as a 0-d tensor) and in which parameters come in: the
+    # key names symbols, not this call's values, so one compile serves every later expert, with no per-size or
+    # per-value specialisation.
+    metrics.reset()
+    minidynamo.reset()
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(8))
+    counts = [2, 2, 3, 2, 3, 2, 3, 3]  # rows per expert (never 0 or 1, which specialise)
+    flat = torch.cat([torch.full((c,), e) for e, c in enumerate(counts)])[torch.randperm(20)]
+    x = torch.randn(20, 4)
+
+    def f(x, flat):
+        out = torch.zeros(20, 4)
+        for i in range(8):
+            rows = torch.arange(20)[flat == i]  # data-dependent size: a graph break
+            out.index_add_(0, rows, layers[i](x[rows]) * 2)
+        return out
+
+    with torch.no_grad():
+        compiled = minidynamo.minicompile(f)
+        assert_same(compiled(x, flat), f(x, flat), 1e-5, 1e-5)
+    assert metrics.specialisations == 0
+    assert metrics.fx_graph_cache_hits == 4  # experts 3-6 reuse expert 2's symbolic compile
+    kernels = metrics.generated_kernel_count
+    with torch.no_grad():  # another routing: other row counts per expert, no new kernel
+        flat2 = flat.flip(0).roll(3)
+        assert_same(compiled(x, flat2), f(x, flat2), 1e-5, 1e-5)
+    assert metrics.generated_kernel_count == kernels and metrics.specialisations == 0
