@@ -492,3 +492,48 @@ def test_loop_body_recompiles_start_with_the_break_of_the_last_translation():
     assert failed == 1 + len(ctx.break_hints) == 2  # f's, and the resume function's first: not the recompiles'
     assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 5
     assert torch.allclose(compiled(x), f(x)) and cnt.frame_count == 5
+
+
+def test_back_to_back_boolean_mask_subscripts_share_one_frame():
+    # [Note: native stretch] in convert_frame: after the break at x[m], the next statement w[m] would break again
+    # with an empty graph in between; it runs natively in the same frame, and one resume function continues after
+    # it. Both breaks are recorded, as upstream would record them.
+    def f(x, idx, w):
+        out = torch.zeros(3)
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            out[i] = (a * b).sum() + len(a)
+        return out, a, b
+
+    x, w = torch.randn(10), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt)
+    for got, expected in zip(compiled(x, idx, w), f(x, idx, w)):
+        assert torch.equal(got, expected)
+    ctx = compiled._minidynamo_ctx
+    # f, and one resume function for the rest of the loop (for i == 1, 2 and the exhausted iterator)
+    assert sorted(len(entries) for entries in ctx.cache.values()) == [1, 3]
+    assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 6
+    assert all("data-dependent" in e.reason and e.user_stack[-1].line.startswith(("a = x[m]", "b = w[m]"))
+               for e in ctx.graph_breaks)
+    for got, expected in zip(compiled(x, idx, w), f(x, idx, w)):  # warm: no new compile
+        assert torch.equal(got, expected)
+    assert cnt.frame_count == 4
+
+
+def test_a_captured_variable_keeps_the_usual_resume():
+    # a stretch only moves plain locals: `a` is captured by the closure (a cell), so the second subscript gets
+    # its own resume function as before -- and the closure still sees the value
+    def f(x, m):
+        a = x[m]
+        get = lambda: a  # noqa: E731
+        b = x[m] * 2
+        return get() + b
+
+    x, m = torch.randn(6), torch.tensor([True, False, True, True, False, True])
+    compiled = minidynamo.minicompile(f, backend=CompileCounter())
+    assert torch.equal(compiled(x, m), f(x, m))
+    assert sum(minidynamo.counters["graph_break"].values()) == 2
