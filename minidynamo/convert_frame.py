@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import dis
 import inspect
-import traceback
 import types
 from collections.abc import Callable
 
-import torch
 from bytecode import Instr, Label
 
 from . import bytecode_transformation as bt
@@ -27,6 +25,7 @@ from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, unimplemented
 from .guards import GuardManager
+from .native_stretch import emit_native_stretch, native_stretch, stack_effect
 from .output_graph import OutputGraph
 from .resume_execution import (
     Continuation,
@@ -430,106 +429,18 @@ def compile_and_break(tx, inst) -> list:
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         cg.append(copy_instruction(code, inst.offset))
-        effect = _stack_effect(inst)
+        effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
         depth = len(virtual) + effect
         after = [k < len(virtual) and virtual[k] for k in range(depth)]
-        stretch = native_stretch(tx, live)
+        stretch = native_stretch(tx, live)  # a next data-dependent subscript runs natively too
         if stretch is None:
             continue_at(tx, cg, nxt, after, live)
         else:
-            run_native_stretch(tx, cg, stretch, after, live)
+            pushed = emit_native_stretch(tx, cg, stretch)
+            continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
     return head.instructions + cg.instructions
-
-
-def _stack_effect(inst) -> int:
-    if inst.arg is not None:
-        return dis.stack_effect(dis.opmap[inst.opname], inst.arg, jump=False)
-    return dis.stack_effect(dis.opmap[inst.opname])
-
-
-# [Note: native stretch]  A data-dependent op is often followed by another: the tutorial MoE reads
-#     expert_samples = sample_indices[expert_mask]    # break: the size depends on the mask's values
-#     expert_weights = flat_probs[expert_mask]        # and again
-# Breaking at the first and resuming would start a frame whose graph is empty, only to break at the second -- a
-# frame entry, guard checks and a resume function per expert for nothing.  So after the native instruction of a
-# break we look ahead: if the next few instructions only move locals (LOAD_FAST/STORE_FAST/LOAD_CONST) and end in
-# a subscript of a tensor by a boolean tensor, which would break the graph again, they run natively too, and the
-# resume function starts after them.  Running the program's own bytecode is always correct; the look-ahead only
-# decides where the next frame starts.  The second break is recorded like the first.  (Upstream resumes after each.)
-_STRETCH_MAX = 8
-_LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK")
-
-
-class _Stretch:
-    def __init__(self, instructions: list, resume_offset: int, read: set[str], stored: set[str], error):
-        self.instructions, self.resume_offset = instructions, resume_offset
-        self.read, self.stored, self.error = read, stored, error
-
-
-def native_stretch(tx, live: list[str]) -> "_Stretch | None":
-    """The instructions after a break's native one that can run natively up to (and including) the next
-    data-dependent boolean-mask subscript; None when there is none (see [Note: native stretch])."""
-    code = tx.output.f_code
-    cells = set(code.co_cellvars) | set(code.co_freevars)
-    stack: list = [None]  # the native instruction's result: a real value we know nothing about
-    stored: dict[str, object] = {}
-    read: set[str] = set()
-    for j in range(tx.ip, min(tx.ip + _STRETCH_MAX, len(tx.instructions) - 1)):
-        ins = tx.instructions[j]
-        if ins.opname == "STORE_FAST" and stack and ins.argval not in cells:
-            stored[ins.argval] = stack.pop()
-        elif ins.opname in _LOADS and ins.argval not in cells:
-            if ins.argval in stored:
-                stack.append(stored[ins.argval])
-            elif ins.argval in live:
-                read.add(ins.argval)
-                stack.append(tx.symbolic_locals.get(ins.argval))
-            else:
-                return None
-        elif ins.opname == "LOAD_CONST":
-            stack.append(None)
-        elif ins.opname == "BINARY_SUBSCR" and len(stack) >= 2 and _is_tensor(stack[-2], None) and \
-                _is_tensor(stack[-1], torch.bool):
-            error = Unsupported("data-dependent output shape: `getitem` returns a shape that depends on tensor values",
-                                "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead "
-                                "of boolean indexing / nonzero", [_frame_summary(tx, ins)])
-            return _Stretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error)
-        else:
-            return None
-    return None
-
-
-def _is_tensor(v, dtype) -> bool:
-    value = v.value if isinstance(v, LazyVariableTracker) else getattr(v, "example_value", None) \
-        if isinstance(v, TensorVariable) else None
-    return isinstance(value, torch.Tensor) and (dtype is None or value.dtype == dtype)
-
-
-def _frame_summary(tx, ins) -> traceback.FrameSummary:
-    code = tx.output.f_code
-    return traceback.FrameSummary(code.co_filename, ins.lineno or tx.lineno, code.co_name, lookup_line=True)
-
-
-def run_native_stretch(tx, cg: PyCodegen, stretch: _Stretch, virtual: list[bool], live: list[str]) -> None:
-    """Put the locals the stretch reads in their real slots, run it, and resume after it."""
-    for name in sorted(stretch.read):
-        cg.load_local(f"___live_{name}")
-        cg.store_local(name)
-    depth = len(virtual)
-    for ins in stretch.instructions:
-        cg.append(copy_instruction(tx.output.f_code, ins.offset))
-        depth += _stack_effect(ins)
-    for name in sorted(stretch.stored):  # continue_at hands on ___live_ copies
-        cg.load_local(name)
-        cg.store_local(f"___live_{name}")
-    ctx = tx.output.ctx
-    if ctx is not None:
-        counters["graph_break"][stretch.error.reason] += 1
-        ctx.graph_breaks.append(stretch.error)
-    continue_at(tx, cg, stretch.resume_offset, virtual + [False] * (depth - len(virtual)),
-                sorted(set(live) | stretch.stored))
 
 
 def cell_stores(tx) -> list[tuple[str, VariableTracker]]:

@@ -46,8 +46,9 @@ def cache_key(gm: torch.fx.GraphModule, example_inputs: list, changes: dict) -> 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     inputs = [_input_text(_graph_example(n, x)) for n, x in zip(placeholders, example_inputs)]
     # a symbolic graph (served per size) and its static specialisations for one size are different compiles
-    state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
-             torch.is_autocast_enabled("cuda"), sorted(changes.items()), _config_state())
+    state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda"), sorted(changes.items()),
+             _config_state())
     return f"{graph}\n{inputs}\n{state!r}"
 
 

@@ -31,8 +31,8 @@ counts those static compiles and ``metrics.symbolic_fallbacks`` says why each gr
 **Int operands as tensors** (``ints_as_tensors``) before either: an int input used only as an operand of
 element-wise ops on tensors (``flat_indices == expert_idx``: the tutorial MoE's loop index, an automatic dynamic
 int) is passed as a 0-d tensor instead.  One compile then serves every value (static, or symbolic in the tensors'
-sizes only), where a compile per value would otherwise make a kernel per value (30 of the tutorial MoE's first call).  A 0-d tensor promotes
-like the Python int it stands for, so values are unchanged.
+sizes only), where a compile per value would otherwise make a kernel per value (30 of the tutorial MoE's first
+call).  A 0-d tensor promotes like the Python int it stands for, so values are unchanged.
 
 [Note: never a wrong answer]  Every refusal happens at compile time and costs one static compile per shape,
 never a wrong value: a decision the IR cannot make for every size (a sympy relation it cannot decide) raises.

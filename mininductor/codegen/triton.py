@@ -104,7 +104,8 @@ class TritonKernel(ReductionCodegenMixin):
         self._acc = itertools.count()
         self.loaded_from_memory: set[str] = set()
         self.mask_stack: list[str] = []
-        self.loop_loads: dict[str, set[int]] = {}  # buffer -> sections of a looped kernel that load it
+        self.loop_loads: dict[str, set[int]] = {}  # buffer -> sections that load it (-1: a persistent kernel)
+        self._hints: dict[str, str] = {}  # load placeholders -> L2 hints, filled when the kernel is rendered
         self.r_node = False
         self._in_post = False  # True while emitting a looped reduction's final reduce (after its loop)
         self.name = self._kernel_name(index)
@@ -273,14 +274,21 @@ class TritonKernel(ReductionCodegenMixin):
             return ""  # column sums ("outer") measured 5% slower with 'evict_first': no hint
         section = len(self.sections) - 1 if self.kind == "red" else -1
         self.loop_loads.setdefault(name, set()).add(section)
-        return f", eviction_policy=<{name}@{section}>"
+        return f"<evict {name}@{section}>"
 
-    def _eviction_text(self, name: str, section: int) -> str:
-        if section >= 0:
-            return "'evict_last'" if any(later > section for later in self.loop_loads[name]) else "'evict_first'"
-        writes_rows = any(isinstance(line, _Store) and "r" in {v[0] for v in _free_names(line.text)}
+    def _eviction_hints(self) -> dict[str, str]:
+        """Each load's placeholder -> its hint, now that every load and store is known."""
+        writes_rows = any(isinstance(line, _Store) and any(v[0] == "r" for v in _free_names(line.text))
                           for s in self.sections for line in s.lines + s.post)
-        return "'evict_first'" if not writes_rows else "None"
+        hints = {}
+        for name, sections in self.loop_loads.items():
+            for k in sections:
+                if k >= 0:  # a looped kernel: keep the row if a later loop reads it again
+                    policy = "evict_last" if any(later > k for later in sections) else "evict_first"
+                else:  # persistent: stream the row only when nothing row-sized is written
+                    policy = None if writes_rows else "evict_first"
+                hints[f"<evict {name}@{k}>"] = f", eviction_policy='{policy}'" if policy else ""
+        return hints
 
     def _store_index(self, index) -> str:
         """A constant index (a scalar output) still needs a block of pointers to store a block."""
@@ -474,6 +482,7 @@ class TritonKernel(ReductionCodegenMixin):
 
     def codegen_kernel(self) -> str:
         removed = self.removed_buffers()
+        self._hints = self._eviction_hints()
         ptrs = [self.args[name] for name in self.call_args()]
         sig = ", ".join(ptrs + self.size_args() + (["xnumel"] if self.kind == "poi" else ["xnumel", "rnumel"]))
         if self.kind == "tile":
@@ -550,10 +559,9 @@ class TritonKernel(ReductionCodegenMixin):
     def _render(self, line, removed):
         if isinstance(line, _Store):
             return None if line.name in removed else line.text
-        for name, sections in self.loop_loads.items():
-            for k in sections:
-                line = line.replace(f"<{name}@{k}>", self._eviction_text(name, k))
-        return line.replace(", eviction_policy=None", "")
+        for placeholder, hint in self._hints.items():  # loads' L2 hints (see _eviction)
+            line = line.replace(placeholder, hint)
+        return line
 
 
 def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:

@@ -3,9 +3,10 @@
 Persistent kernels reduce a whole ``[XBLOCK, RBLOCK]`` block at once (``tl.sum(v, 1)[:, None]``); looped kernels
 keep a ``[XBLOCK, RBLOCK]`` accumulator across chunks (declared before the loop, combined inside, reduced after).
 Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``/``min`` propagate NaN like
-``torch.amax`` (``tl.max`` alone would drop it: compiled, we reduce with a NaN-keeping combine, ``_maximum_nan``; interpreted,
-where ``tl.reduce`` is slow, ``tl.max`` plus a NaN check); ``argmax``/``argmin`` return the first index of the extreme
-value, NaN counting as the largest, as eager does. ``cumsum`` is ``tl.cumsum`` plus a running carry when looped.
+``torch.amax``, which ``tl.max`` alone would drop: compiled, we reduce with a NaN-keeping combine (``_maximum_nan``);
+interpreted, where ``tl.reduce`` is slow, with ``tl.max`` plus a NaN check.  ``argmax``/``argmin`` return the first
+index of the extreme value, NaN counting as the largest, as eager does.  ``cumsum`` is ``tl.cumsum`` plus a running
+carry when looped.
 """
 from __future__ import annotations
 

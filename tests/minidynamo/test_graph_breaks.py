@@ -495,7 +495,7 @@ def test_loop_body_recompiles_start_with_the_break_of_the_last_translation():
 
 
 def test_back_to_back_boolean_mask_subscripts_share_one_frame():
-    # [Note: native stretch] in convert_frame: after the break at x[m], the next statement w[m] would break again
+    # [Note: native stretch] in native_stretch.py: after the break at x[m], the next statement w[m] would break again
     # with an empty graph in between; it runs natively in the same frame, and one resume function continues after
     # it. Both breaks are recorded, as upstream would record them.
     def f(x, idx, w):

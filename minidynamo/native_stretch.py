@@ -1,0 +1,116 @@
+"""Native stretches: a graph break that also runs the next data-dependent subscript natively, in the same frame.
+
+In:  the translator at a graph break (``convert_frame.compile_and_break``), after the breaking instruction.
+Out: the few instructions that follow it, when they only move locals and end in a subscript of a tensor by a
+boolean tensor; ``emit_native_stretch`` copies them into the transformed code, and the resume function starts
+after them.
+
+[Note: native stretch]  A data-dependent op is often followed by another: the tutorial MoE reads
+
+    expert_samples = sample_indices[expert_mask]    # break: the size depends on the mask's values
+    expert_weights = flat_probs[expert_mask]        # and again
+
+Breaking at the first and resuming would start a frame whose graph is empty, only to break at the second -- a frame
+entry, guard checks and a resume function per expert for nothing.  So after the native instruction of a break we look
+ahead: if the next few instructions are LOAD_FAST/STORE_FAST/LOAD_CONST and end in a subscript of a tensor by a
+boolean tensor (which would break the graph again), they run natively too.  Running the program's own bytecode is
+always correct; the look-ahead only decides where the next frame starts, so it needs no guard.  The second break is
+recorded like the first (explain and the counters show both).  Upstream resumes after each break.
+"""
+from __future__ import annotations
+
+import dis
+import traceback
+
+import torch
+
+from .codegen import PyCodegen
+from .exc import Unsupported
+from .resume_execution import copy_instruction
+from .utils import counters
+from .variables.builder import LazyVariableTracker
+from .variables.tensor import TensorVariable
+
+MAX_INSTRUCTIONS = 8
+_LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK")
+
+
+class NativeStretch:
+    """Instructions to run natively, where to resume after them, the locals they read and store, and the break
+    they stand for."""
+
+    def __init__(self, instructions: list, resume_offset: int, read: set[str], stored: set[str],
+                 error: Unsupported) -> None:
+        self.instructions, self.resume_offset = instructions, resume_offset
+        self.read, self.stored, self.error = read, stored, error
+
+
+def native_stretch(tx, live: list[str]) -> NativeStretch | None:
+    """The instructions after ``tx``'s breaking one, up to and including the next boolean-mask subscript, when
+    they only move locals; None otherwise.  ``live``: the locals the break hands on (their values are known)."""
+    code = tx.output.f_code
+    cells = set(code.co_cellvars) | set(code.co_freevars)
+    stack: list = [None]  # the breaking instruction's result: a real value we know nothing about
+    stored: dict[str, object] = {}
+    read: set[str] = set()
+    for j in range(tx.ip, min(tx.ip + MAX_INSTRUCTIONS, len(tx.instructions) - 1)):
+        ins = tx.instructions[j]
+        if ins.opname == "STORE_FAST" and stack and ins.argval not in cells:
+            stored[ins.argval] = stack.pop()
+        elif ins.opname in _LOADS and ins.argval in stored:
+            stack.append(stored[ins.argval])
+        elif ins.opname in _LOADS and ins.argval in live and ins.argval not in cells:
+            read.add(ins.argval)
+            stack.append(tx.symbolic_locals.get(ins.argval))
+        elif ins.opname == "LOAD_CONST":
+            stack.append(None)
+        elif ins.opname == "BINARY_SUBSCR" and len(stack) >= 2 and _tensor_dtype(stack[-2]) is not None and \
+                _tensor_dtype(stack[-1]) == torch.bool:
+            error = Unsupported("data-dependent output shape: `getitem` returns a shape that depends on tensor values",
+                                "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead "
+                                "of boolean indexing / nonzero", [_frame_summary(code, ins, tx.lineno)])
+            return NativeStretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error)
+        else:
+            return None
+    return None
+
+
+def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
+    """Put the locals the stretch reads in their real slots, copy its instructions, keep ``___live_`` copies of
+    what it stores (``continue_at`` hands those on), and record its break.  Returns its net stack effect."""
+    for name in sorted(stretch.read):
+        cg.load_local(f"___live_{name}")
+        cg.store_local(name)
+    pushed = 0
+    for ins in stretch.instructions:
+        cg.append(copy_instruction(tx.output.f_code, ins.offset))
+        pushed += stack_effect(ins)
+    for name in sorted(stretch.stored):
+        cg.load_local(name)
+        cg.store_local(f"___live_{name}")
+    ctx = tx.output.ctx
+    if ctx is not None:
+        counters["graph_break"][stretch.error.reason] += 1
+        ctx.graph_breaks.append(stretch.error)
+    return pushed
+
+
+def stack_effect(inst) -> int:
+    if inst.arg is not None:
+        return dis.stack_effect(dis.opmap[inst.opname], inst.arg, jump=False)
+    return dis.stack_effect(dis.opmap[inst.opname])
+
+
+def _tensor_dtype(v) -> torch.dtype | None:
+    """The dtype of a tracked tensor (or of a tensor input not looked at yet); None for anything else."""
+    if isinstance(v, LazyVariableTracker):
+        value = v.value
+    elif isinstance(v, TensorVariable):
+        value = v.example_value
+    else:
+        return None
+    return value.dtype if isinstance(value, torch.Tensor) else None
+
+
+def _frame_summary(code, ins, lineno: int) -> traceback.FrameSummary:
+    return traceback.FrameSummary(code.co_filename, ins.lineno or lineno, code.co_name, lookup_line=True)
