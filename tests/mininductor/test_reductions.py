@@ -95,3 +95,28 @@ def test_split_reduction_for_few_long_rows(reduction_kind, monkeypatch):
 
 def test_argmax_of_whole_tensor_with_keepdim():
     check(lambda x: (x.argmax(), x.argmin(keepdim=True), torch.argmax(x, keepdim=True)), X)
+
+
+def test_gpu_max_combine_keeps_nan_like_amax():
+    # Compiled kernels reduce max/min with the NaN-keeping combines of output_code.py's header (one tl.reduce);
+    # the interpreter uses tl.max plus a NaN check instead (tl.reduce is slow there). The combines themselves are
+    # checked here, interpreted on a tiny block, against torch.amax/amin.
+    from mininductor.codegen.wrapper import HEADER
+    from mininductor.runtime import interpreted_stdlib, load_module
+    source = HEADER + '''
+@triton.jit
+def reduce_rows(in_ptr, max_ptr, min_ptr, R: tl.constexpr):
+    row = tl.program_id(0)
+    block = tl.load(in_ptr + row * R + tl.arange(0, R))
+    tl.store(max_ptr + row, tl.reduce(block, 0, _maximum_nan))
+    tl.store(min_ptr + row, tl.reduce(block, 0, _minimum_nan))
+'''
+    kernel = load_module(source, interpret=True).reduce_rows
+    x = torch.randn(3, 8)
+    x[0, 5] = float("nan")
+    x[2, 0] = float("nan")
+    got_max, got_min = torch.empty(3), torch.empty(3)
+    with interpreted_stdlib():
+        kernel[(3,)](x, got_max, got_min, R=8)
+    torch.testing.assert_close(got_max, x.amax(1), equal_nan=True)
+    torch.testing.assert_close(got_min, x.amin(1), equal_nan=True)
