@@ -151,8 +151,11 @@ class CompileContext:
         return self.compile_and_call(fn, f_locals, args, kwargs)
 
     def recompile(self, fn, entries, f_locals, args, kwargs):
-        reason = entries[-1].guard_manager.first_failure(f_locals, fn.__globals__) or "unknown"
         same_path = self.entries_on_same_path(fn, entries, f_locals)
+        # the reason worth reporting is why this path's own newest entry failed (another loop index's entry
+        # fails on that index, which says nothing)
+        newest = (same_path or entries)[-1]
+        reason = newest.guard_manager.first_failure(f_locals, fn.__globals__) or "unknown"
         if len(same_path) >= config.recompile_limit or len(entries) >= config.accumulated_recompile_limit:
             warnings.warn(f"minidynamo: {fn.__qualname__} hit recompile_limit ({config.recompile_limit}); "
                           f"running it eagerly. Last guard failure: {reason}")
