@@ -31,7 +31,7 @@ from .decomposition import select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, load_module
 from .scheduler import Scheduler
-from .specialize import IntsAsTensors, compile_dynamic, ints_as_tensors, is_symbolic_graph
+from .specialize import IntsAsTensors, compile_dynamic, graph_device, ints_as_tensors, is_symbolic_graph
 from .virtualized import V
 
 
@@ -182,7 +182,7 @@ def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
     as_tensors = ints_as_tensors(gm, example_inputs)  # one compile for every value of an int operand
     if as_tensors is not None:
         graph, inputs, positions = as_tensors
-        return IntsAsTensors(compile_fx(graph, inputs, mode=mode, options=options), positions)
+        return IntsAsTensors(compile_fx(graph, inputs, mode=mode, options=options), positions, graph_device(inputs))
     if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: one symbolic compile, else per shape (specialize.py)
         def symbolic(g, inputs):
             with config.patch(**changes):

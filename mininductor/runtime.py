@@ -199,7 +199,8 @@ class KernelLauncher:
         self.hint = hint
         self.configs = self._candidate_configs()
         self.config = self.configs[0]
-        self._direct: DirectLauncher | None = None  # after the first GPU launch: see [Note: direct launch]
+        # after a GPU launch, per specialization key of the arguments: see [Note: direct launch]
+        self._direct: dict[tuple, DirectLauncher] = {}
         # Like Inductor's reductions, GPU kernels with several candidate configs time them on the first call;
         # mode="max-autotune" also widens the pointwise candidates (see _candidate_configs).
         self.tuned = self.interpret or len(self.configs) == 1
@@ -233,15 +234,19 @@ class KernelLauncher:
     def run(self, *args) -> None:
         if 0 in self._numels(args):  # an empty tensor: nothing to compute
             return
-        if self._direct is not None and self._direct.matches(args):
-            self._direct.launch(args)
-            return
+        if self._direct:
+            direct = self._direct.get(specialization_key(args))
+            if direct is not None:
+                direct.launch(args, self._grid(self.config, args) if self.symbolic else direct.grid)
+                return
         if not self.tuned:
             self.config = self._autotune(args)
             self.tuned = True
         kernel = self._launch(self.config, args)
         if not self.interpret and config.direct_launch:
-            self._direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
+            direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
+            if direct is not None and len(self._direct) < 64:
+                self._direct[specialization_key(args)] = direct
 
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
@@ -261,15 +266,17 @@ class DirectLauncher:
     """Launch an already compiled Triton kernel through its binary's launcher.
 
     [Note: direct launch]  ``fn[grid](*args)`` goes through ``JITFunction.run``: bind the arguments, compute the
-    specialization key (which pointers are 16-byte aligned, which ints are 1 or divisible by 16), look the kernel up,
-    then call ``kernel.run``.  For a kernel of a static-shape graph everything but the pointers is the same on every
-    call, so after the first launch we keep the compiled kernel and call ``kernel.run`` ourselves -- as Inductor's
-    ``CachingAutotuner`` does -- as long as each tensor argument has the alignment the kernel was specialized for
-    (a misaligned view would need another specialization: that call takes the slow path).  On the MoE this halves
-    the host time of a launch (bench/overhead.py).
+    specialization key (which pointers are 16-byte aligned, which ints are 1 or divisible by 16, which need 64
+    bits), look the kernel up, then call ``kernel.run``.  After a launch we keep the compiled kernel under that
+    key (``specialization_key``, our cheaper copy of Triton's rule) and later calls with the same key call
+    ``kernel.run`` ourselves -- as Inductor's ``CachingAutotuner`` does.  A static kernel's grid never changes; a
+    symbolic kernel's grid comes from each call's numels, so one binary serves every size of the same key (the
+    tutorial MoE's per-expert kernels see 1-4 rows).  A call with a new key (a misaligned view, a size that is now
+    divisible by 16) takes the slow path once and adds its binary.  On the MoE this halves the host time of a
+    launch (bench/overhead.py).
     """
 
-    __slots__ = ("aligned", "constexprs", "device", "grid", "ints", "kernel", "stream_of")
+    __slots__ = ("constexprs", "device", "grid", "kernel", "stream_of")
 
     @staticmethod
     def make(fn, kernel, cfg: dict, args, grid: tuple) -> DirectLauncher | None:
@@ -280,35 +287,34 @@ class DirectLauncher:
             if len(names) != len(args) + len(constexprs) or not all(
                     hasattr(kernel, a) for a in ("run", "function", "packed_metadata", "launch_metadata")):
                 return None  # an unknown Triton: keep the general path
-            return DirectLauncher(kernel, grid, constexprs, args, driver.active)
+            return DirectLauncher(kernel, grid, constexprs, driver.active)
         except Exception:  # noqa: BLE001 - an optimisation only: any surprise keeps the general path
             return None
 
-    def __init__(self, kernel, grid, constexprs, args, active_driver) -> None:
+    def __init__(self, kernel, grid, constexprs, active_driver) -> None:
         self.kernel = kernel
-        self.grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.grid = tuple(grid)
         self.constexprs = constexprs
-        self.aligned = [_aligned(a) for a in args]
-        self.ints = [a for a in args if not isinstance(a, torch.Tensor)]
         self.device = active_driver.get_current_device()
         self.stream_of = active_driver.get_current_stream
 
-    def matches(self, args) -> bool:
-        return [_aligned(a) for a in args] == self.aligned and \
-            [a for a in args if not isinstance(a, torch.Tensor)] == self.ints
-
-    def launch(self, args) -> None:
+    def launch(self, args, grid: tuple) -> None:
         from triton import knobs
-        k, (g0, g1, g2) = self.kernel, self.grid
+        k = self.kernel
+        g0, g1, g2 = (*grid, 1, 1)[:3]
         stream = self.stream_of(self.device)
         enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
         bound = (*args, *self.constexprs)
-        metadata = k.launch_metadata(self.grid, stream, *bound) if enter is not None or exit_ is not None else None
+        metadata = k.launch_metadata((g0, g1, g2), stream, *bound) \
+            if enter is not None or exit_ is not None else None
         k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
 
 
-def _aligned(a) -> bool | None:
-    return a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor) else None
+def specialization_key(args) -> tuple:
+    """What Triton specializes a kernel on, per argument: a pointer's 16-byte alignment; an int's being 1,
+    being divisible by 16, fitting in 32 bits, its sign; anything else by value."""
+    return tuple(a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
+                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 0) if type(a) is int else a for a in args)
 
 
 def _bench(fn, reps: int = 10) -> float:

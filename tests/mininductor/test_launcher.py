@@ -1,0 +1,32 @@
+"""The GPU launcher's bookkeeping, checked without a GPU: the specialization key that picks a kept binary
+(runtime.specialization_key, [Note: direct launch]) and the per-value device scalars of ints passed as tensors
+(specialize.IntsAsTensors, [Note: device scalars])."""
+import torch
+
+from mininductor.runtime import specialization_key
+from mininductor.specialize import IntsAsTensors
+
+
+def test_specialization_key_follows_tritons_rule():
+    base = torch.zeros(64)
+    aligned, misaligned = base[:8], base[1:9]  # 4-byte floats: offset 1 is not 16-byte aligned
+    assert specialization_key((aligned, 32)) == specialization_key((base[4:12], 48))  # both aligned, both %16
+    assert specialization_key((aligned, 32)) != specialization_key((misaligned, 32))
+    assert specialization_key((aligned, 32)) != specialization_key((aligned, 33))  # divisibility by 16
+    assert specialization_key((aligned, 1)) != specialization_key((aligned, 3))  # 1 is specialised
+    assert specialization_key((aligned, 3)) == specialization_key((aligned, 5))  # a symbolic size: one binary
+    assert specialization_key((aligned, 2**31 + 1)) != specialization_key((aligned, 5))  # needs 64 bits
+    assert specialization_key((aligned, -2**31 - 1)) != specialization_key((aligned, 2**31 + 1))
+
+
+def test_ints_as_tensors_values_and_device_scalars():
+    seen = []
+    compiled = IntsAsTensors(lambda x, i: seen.append(i) or x + i, frozenset({1}))
+    x = torch.arange(4)
+    for value in (3, 5, 3):
+        torch.testing.assert_close(compiled(x, value), x + value)
+    assert [int(t) for t in seen] == [3, 5, 3] and all(t.dim() == 0 and t.dtype == torch.int64 for t in seen)
+    # on a device the scalar is made once per value and reused (meta: a device without a host copy)
+    on_device = IntsAsTensors(lambda x, i: i, frozenset({1}), torch.device("meta"))
+    a, b, c = on_device(x, 3), on_device(x, 5), on_device(x, 3)
+    assert a is c and a is not b and a.device.type == "meta"
