@@ -313,6 +313,8 @@ def _debug_dir() -> str | None:
 # so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.
 def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -> None:
     for i, new in zip(meta.mutated_inputs, new_values):
+        if new is args[i]:
+            continue  # the graph wrote into the input itself (mininductor's reinplace.py)
         if new.requires_grad and torch.is_grad_enabled():
             args[i].copy_(new)
         else:
@@ -470,6 +472,8 @@ def _prepend(compiled: Callable, lifted: list) -> Callable:
 def _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions) -> tuple:
     with fake_mode:
         fw_gm = trace_forward(fn, meta, fake_args, decompositions)
+    # where each mutated input's new value is returned: a compiler may then write it in place (reinplace.py)
+    fw_gm.meta["input_mutations"] = {i: meta.num_tensor_outputs + k for k, i in enumerate(meta.mutated_inputs)}
     compiled_fw = fw_compiler(fw_gm, _placeholder_vals(fw_gm))
     graphs = AOTGraphs(fw_graph=fw_gm, compiled_fw=compiled_fw, mutated_inputs=list(meta.mutated_inputs))
     return make_inference_runtime(compiled_fw, meta), graphs

@@ -20,6 +20,7 @@ from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowe
 from .indexing import FloorDiv, as_size
 from .ir import TensorBox
 from .lowering import lowerings
+from .reinplace import reinplaceable_scatters
 from .virtualized import V
 
 
@@ -65,6 +66,10 @@ class GraphLowering(torch.fx.Interpreter):
         self.constants: dict[str, torch.Tensor] = {}
         self.graph_outputs: list = []
         self.mutations: list[tuple[str, TensorBox]] = []
+        # scatters that store into the input they mutate (reinplace.py): node -> placeholder position, and the
+        # name of each such scatter's buffer -> the input's name
+        self.reinplace = reinplaceable_scatters(gm)
+        self.reinplaced: dict[str, str] = {}
         self.current_node: torch.fx.Node | None = None
         devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
         cuda = [d for d in devices if d.type == "cuda"]

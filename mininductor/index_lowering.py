@@ -1,6 +1,7 @@
 """Indexing lowerings: gather, advanced indexing (``x[idx]``), embedding, index_select -- indirect *loads* --
 and index_put / index_add / scatter(_add) -- indirect *stores*, as ``Scatter`` kernels that write into a copy
-of the input (atomically when values accumulate). Part of Inductor's ``lowering.py``.
+of the input (atomically when values accumulate), or into the input itself when the graph only writes the result
+back into it (reinplace.py). Part of Inductor's ``lowering.py``.
 
     x[idx]          -> Pointwise: load(x, indirect(idx[i]) * stride + ...)
     out.index_add_  -> copy kernel, then Scatter: atomic_add(out + indirect(idx[i]) * stride, v[i])
@@ -79,9 +80,7 @@ def index_put(x, indices, values, accumulate=False):
     then a ``Scatter`` kernel over the values that stores (atomically adds) through indirect indices."""
     out_size, source_index, index_tensors = advanced_index(x, indices)
     dtype = x.get_dtype()
-    target = clone(x)
-    target.realize()
-    target_buf = ir.unwrap_view_to_buffer(target)
+    target_buf = _scatter_target(x)
     vl = expand_to(values, out_size).make_loader() if isinstance(values, ir.IRNode) else None
     value_dtype = values.get_dtype() if vl is not None else dtype
 
@@ -91,9 +90,7 @@ def index_put(x, indices, values, accumulate=False):
     scatter = ir.Scatter(x.get_device(), dtype, inner_fn, out_size, target_buf.get_name(),
                          target_buf.layout.make_indexer(), source_index, "atomic_add" if accumulate else None,
                          origins=origins_of([values, *index_tensors]) | target_buf.origins)
-    buf = ir.ComputedBuffer(None, target_buf.layout, scatter)
-    buf.name = V.graph.register_buffer(buf)
-    return TensorBox(ir.StorageBox(buf))
+    return _scatter_buffer(scatter, target_buf)
 
 
 @register_lowering(aten.scatter_add, aten.scatter.src, aten.scatter.value)
@@ -103,9 +100,7 @@ def scatter(x, dim, index, src):
     accumulate = V.graph.current_node.target is aten.scatter_add.default
     dim = dim % max(len(x.get_size()), 1)
     dtype, bound = x.get_dtype(), x.get_size()[dim]
-    target = clone(x)
-    target.realize()
-    target_buf = ir.unwrap_view_to_buffer(target)
+    target_buf = _scatter_target(x)
     il = index.make_loader()
     sl = src.make_loader() if isinstance(src, ir.IRNode) else None
 
@@ -122,8 +117,26 @@ def scatter(x, dim, index, src):
     node = ir.Scatter(x.get_device(), dtype, inner_fn, index.get_size(), target_buf.get_name(),
                       target_buf.layout.make_indexer(), target_index, "atomic_add" if accumulate else None,
                       origins=origins_of([index, src]) | target_buf.origins)
-    buf = ir.ComputedBuffer(None, target_buf.layout, node)
+    return _scatter_buffer(node, target_buf)
+
+
+def _scatter_target(x) -> ir.Buffer:
+    """The buffer a scatter stores into: a fresh copy of ``x``, or ``x``'s own input buffer when the graph's
+    only other use of that input is writing the result back (reinplace.py)."""
+    storage = x.storage()
+    if V.graph.current_node in V.graph.reinplace and x.data is storage and \
+            isinstance(storage.data, ir.InputBuffer):
+        return storage.data
+    target = clone(x)
+    target.realize()
+    return ir.unwrap_view_to_buffer(target)
+
+
+def _scatter_buffer(scatter: ir.Scatter, target_buf: ir.Buffer) -> TensorBox:
+    buf = ir.ComputedBuffer(None, target_buf.layout, scatter)
     buf.name = V.graph.register_buffer(buf)
+    if isinstance(target_buf, ir.InputBuffer):
+        V.graph.reinplaced[buf.name] = target_buf.get_name()
     return TensorBox(ir.StorageBox(buf))
 
 

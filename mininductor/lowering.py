@@ -331,6 +331,10 @@ def copy_(dst, src, non_blocking=False):
     buf = ir.unwrap_view_to_buffer(dst)
     if not isinstance(buf, ir.InputBuffer):
         raise NotImplementedError("copy_ into a non-input falls back")
+    storage = src.storage() if isinstance(src, TensorBox) else None
+    if storage is not None and src.data is storage and \
+            V.graph.reinplaced.get(getattr(storage.data, "name", None)) == buf.get_name():
+        return src  # the scatter already wrote into this input (reinplace.py): nothing to copy
     value = copy(dst, src)
     value.realize()
     V.graph.mutations.append((buf.get_name(), value))

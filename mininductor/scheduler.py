@@ -287,6 +287,7 @@ class Scheduler:
                 names.add(inner.get_name() if isinstance(inner, (ir.Buffer, ir.ReinterpretView)) else None)
         for _, value in self.graph.mutations:
             names.add(value.realize())
+        names |= set(self.graph.reinplaced)  # scatters into graph inputs (reinplace.py): their effect is the output
         return names - {None}
 
     def _create_nodes(self, buffers):
