@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import types
 import warnings
 
 import numpy
@@ -74,6 +75,7 @@ def interpreted_stdlib():
         _STDLIB_SWAPS = [(tl, name, obj, InterpretedFunction(obj.fn)) for name, obj in vars(tl).items()
                          if isinstance(obj, JITFunction)]
         _fix_interpreter_index()
+    saved = _snapshot_lang(tl)
     for module, name, _, interpreted in _STDLIB_SWAPS:
         setattr(module, name, interpreted)
     try:
@@ -82,6 +84,33 @@ def interpreted_stdlib():
     finally:
         for module, name, original, _ in _STDLIB_SWAPS:
             setattr(module, name, original)
+        _restore_lang(saved)
+
+
+def _snapshot_lang(tl) -> list[tuple[object, dict]]:
+    """The attributes of ``triton.language`` (and the classes it patches) before an interpreted launch.
+
+    [Note: interpreter patches leak]  Triton's interpreter runs a kernel with ``tl.program_id``, ``tl.tensor``'s
+    operators etc. swapped for NumPy versions, and undoes that when the kernel ends -- but a *device function*
+    called from it (our interpreted ``tl.sum`` twins) patches again and never undoes it (Triton <= 3.6).  The
+    next *compiled* kernel in the process then fails to build (``'ir.value' object has no attribute 'dtype'``),
+    so a process that runs a CPU graph and then a GPU graph broke.  We put back whatever changed."""
+    objects = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype,
+               getattr(tl.core, "tensor_descriptor_base", None)]
+    return [(obj, dict(vars(obj))) for obj in objects if obj is not None]
+
+
+def _restore_lang(saved: list[tuple[object, dict]]) -> None:
+    for obj, before in saved:
+        now = vars(obj)
+        for name in [n for n in now if n not in before and not isinstance(now[n], types.ModuleType)]:
+            delattr(obj, name)  # (a submodule imported meanwhile stays: it is an import, not a patch)
+        for name, value in before.items():
+            if now.get(name, _MISSING) is not value:
+                setattr(obj, name, value)
+
+
+_MISSING = object()
 
 
 def _fix_interpreter_index() -> None:

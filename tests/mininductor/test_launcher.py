@@ -30,3 +30,18 @@ def test_ints_as_tensors_values_and_device_scalars():
     on_device = IntsAsTensors(lambda x, i: i, frozenset({1}), torch.device("meta"))
     a, b, c = on_device(x, 3), on_device(x, 5), on_device(x, 3)
     assert a is c and a is not b and a.device.type == "meta"
+
+
+def test_an_interpreted_launch_leaves_triton_language_as_it_found_it():
+    # [Note: interpreter patches leak]: a compiled kernel built after an interpreted one must see the real
+    # triton.language (Triton <= 3.6's interpreter left device-function patches behind)
+    import triton.language as tl
+
+    from .utils import check
+    objects = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype]
+    before = [dict(vars(obj)) for obj in objects]
+    check(lambda x: torch.softmax(x, -1) * x.sum(-1, keepdim=True), torch.randn(5, 33), kernels=1)
+    after = [dict(vars(obj)) for obj in objects]
+    for obj, b, a in zip(objects, before, after):
+        assert {k for k in a.keys() - b.keys() if not isinstance(a[k], type(tl))} == set(), obj  # imports may add
+        assert all(a[k] is b[k] for k in b), [k for k in b if a[k] is not b[k]]
