@@ -2,7 +2,7 @@
 
     python bench/kernel_configs.py [--only "layer_norm"] [--inductor-code DIR]
 
-For each case it compiles with mininductor (once with persistent reductions, once forcing looped ones), records
+For each case it compiles with mininductor (persistent reductions, then forced looped ones: ``VARIANTS``), records
 each kernel launch's arguments, then times the kernel alone under a wide set of configs (``XBLOCK``, ``RBLOCK``,
 ``num_warps``) with ``triton.testing.do_bench``, next to the config our launcher picked and to the whole
 ``torch.compile`` call. ``--inductor-code`` writes Inductor's generated code per case, to compare the configs it
@@ -24,9 +24,11 @@ from triton.testing import do_bench
 import mininductor
 from mininductor import runtime
 
-# the code-generation choices compared (each a mininductor.config.patch)
+# the code-generation choices compared (each a mininductor.config.patch); the last two loop over rows longer than
+# 1024, with a Welford variance (the row read twice by a norm) and with the two-pass one (three times)
 VARIANTS = [dict(eviction_policies=False), dict(eviction_policies=True),
-            dict(eviction_policies=True, persistent_reduction_max=1024)]
+            dict(eviction_policies=True, persistent_reduction_max=1024),
+            dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=False)]
 
 
 def wide_configs(kind: str, xnumel: int, rnumel: int) -> list[dict]:

@@ -30,6 +30,11 @@ split_reduction_threshold: int = 1 << 16
 # Force looped ("red") reductions with this RBLOCK (tests use it to cover the loop path on small rows).
 looped_reduction_rblock: int | None = None
 
+# var/var_mean/std (and so layer_norm) lower to a Welford reduction: a looped kernel walks the row once for mean
+# and variance together (then once more to normalise), instead of a sum loop and a squared-deviation loop.
+# Persistent kernels still take two sums of the row in registers. False: the two-pass lowering (to compare).
+welford_looped: bool = True
+
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False
 

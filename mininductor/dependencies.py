@@ -64,6 +64,10 @@ class RecordLoadsHandler:
     def scan(self, dtype, scan_type, value):
         self.op_names.append("scan")
 
+    def reduction(self, dtype, src_dtype, reduction_type, value):
+        self.op_names.append("reduction")
+        return (None, None, None) if reduction_type == "welford_reduce" else None  # (mean, m2, weight)
+
     def store(self, name, index, value, mode=None):
         self.stores.append((name, index))
 
@@ -118,6 +122,11 @@ class _FormatHandler:
     def masked(self, mask, body, other):
         value = body()
         return self._emit(f"ops.masked({mask}, {value}, {other})")
+
+    def reduction(self, dtype, src_dtype, reduction_type, value):
+        args = f"{self._fmt(dtype)}, {self._fmt(src_dtype)}, '{reduction_type}', {value}"
+        text = self._emit(f"ops.reduction({args})")
+        return tuple(f"{text}[{k}]" for k in range(3)) if reduction_type == "welford_reduce" else text
 
     def __getattr__(self, name):
         def op(*args, **kwargs):

@@ -4,7 +4,8 @@ Vocabulary, bottom up:
 
 * ``Layout`` / ``FixedLayout``: device, dtype, size, stride, offset of a materialised buffer.
 * ``Loops`` -- ``Pointwise`` (``inner_fn(index)``) and ``Reduction`` (``inner_fn(index, rindex)`` plus
-  ``reduction_type``): define-by-run bodies over ``ops.*`` (see ``virtualized.py``). Nothing is computed yet.
+  ``reduction_type``; ``WelfordReduction`` is one output of a mean/variance reduction): define-by-run bodies over
+  ``ops.*`` (see ``virtualized.py``). Nothing is computed yet.
 * ``Buffer`` -- named storage: ``InputBuffer`` (a graph input), ``ConstantBuffer`` (a tensor attribute),
   ``ComputedBuffer`` (a ``Loops`` given a layout: the scheduler turns it into kernel code),
   ``ExternKernel`` (mm/addmm/bmm/baddbmm/convolution through the library) and ``FallbackKernel`` (any ATen op
@@ -128,7 +129,7 @@ class Pointwise(Loops):
 
 
 class Reduction(Loops):
-    """``reduction_type`` (sum, prod, max, min, argmax, argmin, any) of ``inner_fn(index, rindex)`` over
+    """``reduction_type`` (sum, prod, max, min, argmax, argmin, any, all) of ``inner_fn(index, rindex)`` over
     ``reduction_ranges``. ``src_dtype`` is the dtype the values are accumulated in."""
 
     def __init__(self, device, dtype, inner_fn, ranges, reduction_ranges, reduction_type, src_dtype, origins=None):
@@ -152,6 +153,29 @@ class Reduction(Loops):
     def __str__(self) -> str:
         return (f"Reduction(ranges={self.ranges}, reduction_ranges={self.reduction_ranges}, "
                 f"type={self.reduction_type}, dtype={self.dtype}, body={self.inner_fn_str()})")
+
+
+class WelfordReduction(Reduction):
+    """Output ``output_index`` of a Welford reduction of ``inner_fn`` over ``reduction_ranges``: 0 the mean, 1 ``m2``
+    (the sum of squared deviations from the mean), 2 the weight (how many elements). Variance in one pass over
+    the row, where ``sum`` then ``sum((x - mean)**2)`` needs two. Every output's node asks for the same
+    ``ops.reduction(..., "welford_reduce", value)``, a ``(mean, m2, weight)`` triple that a kernel computes once;
+    each stores its own element (Inductor's ``WelfordReduction``, a ``MultiOutputReduction``: a node per output)."""
+
+    OUTPUTS = ("mean", "m2", "weight")
+
+    def __init__(self, device, dtype, inner_fn, ranges, reduction_ranges, src_dtype, output_index: int,
+                 origins=None):
+        super().__init__(device, dtype, inner_fn, ranges, reduction_ranges, "welford_reduce", src_dtype, origins)
+        self.output_index = output_index
+
+    def store_output(self, name, indexer, vars, rvars):
+        values = ops.reduction(self.dtype, self.src_dtype, "welford_reduce", self.inner_fn(vars, rvars))
+        return ops.store_reduction(name, indexer(vars), values[self.output_index])
+
+    def __str__(self) -> str:
+        return (f"WelfordReduction(output={self.OUTPUTS[self.output_index]}, ranges={self.ranges}, "
+                f"reduction_ranges={self.reduction_ranges}, dtype={self.dtype}, body={self.inner_fn_str()})")
 
 
 class Scan(Reduction):

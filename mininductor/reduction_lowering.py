@@ -2,10 +2,16 @@
 
 A reduction over ``dims`` becomes a ``Reduction`` whose ``ranges`` are the kept dims and ``reduction_ranges``
 the reduced ones; ``inner_fn(index, rindex)`` interleaves them back into the input's index. Reductions are always
-realised (a buffer), so their consumers read a value, not a loop. ``var`` is two passes -- ``mean``, then
-``sum((x - mean)**2)`` -- which the scheduler fuses into one kernel. Mirrors the reduction part of Inductor's
-``lowering.py`` (Inductor uses Welford for var; two passes read the row twice but need no custom combine, which
-is very slow under Triton's interpreter).
+realised (a buffer), so their consumers read a value, not a loop.
+
+``var`` and ``var_mean`` (and so ``std`` and ``layer_norm``, whose decompositions call them) are a Welford
+reduction, as in Inductor's ``var_mean_welford_``: ``WelfordReduction`` buffers for the mean and ``m2`` (the sum of
+squared deviations), then ``var = m2 / max(0, n - correction)``. Codegen decides how to compute it
+(``codegen/triton_reduction.py``): a looped kernel keeps a running mean, ``m2`` and weight per lane, so a
+``layer_norm`` walks its row twice (statistics, then normalise) instead of three times (sum, squared deviations,
+normalise); a persistent kernel, whose row is in registers anyway, takes two sums. ``config.welford_looped=False``
+and split reductions (few long rows) use the two-pass lowering -- ``mean``, then ``sum((x - mean)**2)`` -- instead.
+Mirrors the reduction part of Inductor's ``lowering.py``.
 """
 from __future__ import annotations
 
@@ -39,17 +45,7 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
     kept = [d for d in range(len(size)) if d not in dims]
     ranges, rranges = [size[d] for d in kept], [size[d] for d in dims]
     src_dtype = src_dtype or (dtype if reduction_type not in ("argmax", "argmin", "any") else x.get_dtype())
-    loader, x_dtype = x.make_loader(), x.get_dtype()
-
-    def inner_fn(index, rindex):
-        full = [None] * len(size)
-        for d, v in zip(kept, index):
-            full[d] = v
-        for d, v in zip(dims, rindex):
-            full[d] = v
-        value = loader(full)
-        return ops.to_dtype(value, src_dtype) if x_dtype != src_dtype else value
-
+    inner_fn = _reduction_inner_fn(x, kept, dims, src_dtype)
     if product(rranges) == 0 and reduction_type in ("sum", "prod", "any", "all"):
         empty = {"sum": 0, "prod": 1, "any": False, "all": True}[reduction_type]  # eager's empty reductions
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, lambda index: ops.constant(empty, dtype),
@@ -68,6 +64,22 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
         for d in dims:
             result = unsqueeze(result, d)
     return result
+
+
+def _reduction_inner_fn(x, kept: list[int], dims: list[int], src_dtype: torch.dtype):
+    """``inner_fn(index, rindex)``: ``x`` at the index interleaved from the kept and reduced dims, cast to the
+    dtype the reduction accumulates in."""
+    loader, x_dtype, nd = x.make_loader(), x.get_dtype(), len(x.get_size())
+
+    def inner_fn(index, rindex):
+        full = [None] * nd
+        for d, v in zip(kept, index):
+            full[d] = v
+        for d, v in zip(dims, rindex):
+            full[d] = v
+        value = loader(full)
+        return ops.to_dtype(value, src_dtype) if x_dtype != src_dtype else value
+    return inner_fn
 
 
 def _should_split(ranges, rranges, reduction_type) -> bool:
@@ -137,7 +149,7 @@ def mean(x, dims=None, keepdim=False, *, dtype=None):
     acc = _acc_dtype(out)
     n = product(x.get_size()[d] for d in _norm_dims(x, dims))
     total = make_reduction(x, dims, keepdim, "sum", acc, acc)
-    return pointwise([total], lambda v: ops.truediv(v, ops.constant(n, acc)), out, acc, cast_inputs=False)
+    return pointwise([total], lambda v: ops.truediv(v, _size_value(n, acc)), out, acc, cast_inputs=False)
 
 
 @register_lowering(aten.prod)
@@ -233,26 +245,94 @@ def cumsum(x, dim, *, dtype=None):
 
 @register_lowering(prims.var)
 def var(x, dims, correction=1, *, output_dtype=None):
-    """Two-pass variance: ``sum((x - mean)**2) / (n - correction)``."""
-    out = out_dtype(default=output_dtype or x.get_dtype())
-    acc = _acc_dtype(out)
-    dims = _norm_dims(x, dims)
-    n = product(x.get_size()[d] for d in dims)
-    total = make_reduction(x, dims, True, "sum", acc, acc)
-    mean = pointwise([total], lambda v: ops.truediv(v, ops.constant(n, acc)), acc)
-    centered = pointwise([x, mean], lambda a, m: ops.mul(ops.sub(a, m), ops.sub(a, m)), acc, acc)
-    sq = make_reduction(centered, dims, False, "sum", acc, acc)
-    denom = max(n - correction, 0)
-    return pointwise([sq], lambda v: ops.truediv(v, ops.constant(denom, acc)), out, acc, cast_inputs=False)
+    """``m2 / (n - correction)``, with ``m2 = sum((x - mean)**2)`` from a Welford reduction (or two sums)."""
+    return _var_mean(x, dims, correction, keepdim=False, return_mean=False, output_dtype=output_dtype)
 
 
 @register_lowering(aten.var_mean)
 def var_mean(x, dims=None, *, correction=1, keepdim=False):
-    v = var(x, dims, correction if correction is not None else 1)
+    """Kept whole by the decomposition table (layer_norm's decomposition calls it): one Welford reduction gives
+    both outputs, as Inductor's ``var_mean_welford_``."""
+    return _var_mean(x, dims, 1 if correction is None else correction, keepdim, return_mean=True)
+
+
+def _var_mean(x, dims, correction, keepdim: bool, return_mean: bool, output_dtype=None):
+    out = out_dtype(default=output_dtype or x.get_dtype())
+    acc = _acc_dtype(out)
+    dims = _norm_dims(x, dims)
+    if not _use_welford(x, dims):
+        v = _keep(_two_pass_var(x, dims, correction, out, acc), dims, keepdim)
+        return [v, mean(x, dims, keepdim)] if return_mean else v
+    n = product(x.get_size()[d] for d in dims)
+    boxes = welford_reduction(x, dims, acc, outputs=(0, 1) if return_mean else (1,))
+    scale = lambda m2: ops.truediv(m2, _var_denominator(n, correction, acc))
+    v = _keep(pointwise([boxes[-1]], scale, out, acc, cast_inputs=False), dims, keepdim)
+    return [v, _keep(_cast(boxes[0], out), dims, keepdim)] if return_mean else v
+
+
+def _use_welford(x, dims) -> bool:
+    """Welford (``config.welford_looped``) unless the reduction is trivial (a row of 0 or 1: no loop) or would be
+    split: a split var keeps two passes, whose partials are plain sums (Inductor combines Welford partials with
+    ``welford_combine``, which we do not have)."""
+    size = x.get_size()
+    ranges, rranges = [s for d, s in enumerate(size) if d not in dims], [size[d] for d in dims]
+    if not config.welford_looped:
+        return False
+    if not any(is_symbolic(s) for s in rranges) and product(rranges) <= 1:
+        return False
+    return not _should_split(ranges, rranges, "sum")
+
+
+def welford_reduction(x, dims, acc: torch.dtype, outputs=(0, 1)) -> list[TensorBox]:
+    """The ``outputs`` (0 mean, 1 m2, 2 weight) of a Welford reduction of ``x`` over ``dims``, each a realised
+    ``WelfordReduction`` buffer. They run the same ``ops.reduction(..., "welford_reduce", ...)``, which codegen
+    computes once per kernel: the outputs share one loop (Inductor's ``WelfordReduction.create``)."""
+    size = list(x.get_size())
+    kept = [d for d in range(len(size)) if d not in dims]
+    inner_fn = _reduction_inner_fn(x, kept, dims, acc)
+    boxes = []
+    for k in outputs:
+        box = TensorBox.create(ir.WelfordReduction(x.get_device(), acc, inner_fn, [size[d] for d in kept],
+                                                   [size[d] for d in dims], acc, k, origins=origins_of([x])))
+        box.realize()
+        boxes.append(box)
+    return boxes
+
+
+def _two_pass_var(x, dims, correction, out, acc):
+    """``sum((x - mean)**2) / (n - correction)`` with the mean from a first sum: two reductions, so a looped
+    kernel reads the row once more than Welford (``config.welford_looped=False``, split reductions)."""
+    n = product(x.get_size()[d] for d in dims)
+    total = make_reduction(x, dims, True, "sum", acc, acc)
+    mean_ = pointwise([total], lambda v: ops.truediv(v, _size_value(n, acc)), acc)
+    centered = pointwise([x, mean_], lambda a, m: ops.mul(ops.sub(a, m), ops.sub(a, m)), acc, acc)
+    sq = make_reduction(centered, dims, False, "sum", acc, acc)
+    return pointwise([sq], lambda v: ops.truediv(v, _var_denominator(n, correction, acc)), out, acc,
+                     cast_inputs=False)
+
+
+def _var_denominator(n, correction, dtype):
+    """Eager divides by ``max(0, n - correction)``: a row no longer than ``correction`` gives inf or NaN."""
+    if not is_symbolic(n):
+        return ops.constant(max(n - correction, 0), dtype)
+    if correction == 0:
+        return _size_value(n, dtype)
+    diff = ops.sub(_size_value(n, dtype), ops.constant(correction, dtype))
+    return ops.maximum(diff, ops.constant(0, dtype))
+
+
+def _size_value(n, dtype):
+    """A reduction's element count as an ops value: a constant, or the size symbol's value at run time."""
+    if is_symbolic(n):
+        return ops.to_dtype(ops.index_expr(n, torch.int64), dtype)
+    return ops.constant(n, dtype)
+
+
+def _keep(x, dims, keepdim: bool):
     if keepdim:
-        for d in _norm_dims(x, dims):
-            v = unsqueeze(v, d)
-    return [v, mean(x, dims, keepdim)]
+        for d in dims:
+            x = unsqueeze(x, d)
+    return x
 
 
 # ----------------------------------------------------------------------------------------- externs

@@ -103,9 +103,9 @@ def draw_aten_graph(a: CompileArtifacts, name: str = "ATen graph") -> graphviz.D
 
 
 # --------------------------------------------------------------------------------------------------- IR buffers
-IR_COLORS = {"Pointwise": "palegreen", "Reduction": "lightsalmon", "Scan": "lightsalmon", "Scatter": "khaki",
-             "InputBuffer": "lightblue", "ConstantBuffer": "lightyellow", "ExternKernel": "orange",
-             "FallbackKernel": "tomato", "MultiOutput": "orange"}
+IR_COLORS = {"Pointwise": "palegreen", "Reduction": "lightsalmon", "WelfordReduction": "lightsalmon",
+             "Scan": "lightsalmon", "Scatter": "khaki", "InputBuffer": "lightblue", "ConstantBuffer": "lightyellow",
+             "ExternKernel": "orange", "FallbackKernel": "tomato", "MultiOutput": "orange"}
 
 
 def ir_kind(buf: ir.Buffer) -> str:

@@ -7,6 +7,20 @@ Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``
 interpreted, where ``tl.reduce`` is slow, with ``tl.max`` plus a NaN check.  ``argmax``/``argmin`` return the first
 index of the extreme value, NaN counting as the largest, as eager does.  ``cumsum`` is ``tl.cumsum`` plus a running
 carry when looped.
+
+``welford_reduce`` returns a ``(mean, m2, weight)`` triple. Looped, each lane of the ``[XBLOCK, RBLOCK]`` chunk keeps
+its own running triple, updated by Welford's step (``_welford_reduce`` in ``output_code.py``'s header: masked lanes
+keep weight 0), and ``_welford`` combines a row's lanes after the loop; the row is read once for mean and variance.
+Persistent, the row is already in registers and we take two sums instead (Inductor's ``welford_reduce_fallback``):
+fewer registers than three accumulators, no extra memory traffic.
+
+[Note: Welford combine] Inductor combines the lanes with ``tl.reduce((mean, m2, weight), 1, welford_combine)``,
+Chan et al.'s pairwise merge. A ``tl.reduce`` with a custom combine is hundreds of times slower interpreted, so
+``_welford`` writes the same merge of ``k`` parts with ``tl.sum``, on the GPU too (one code path, tested in CI):
+``W = sum(w_i)``, ``mean = sum(mean_i * (w_i / W))``, ``m2 = sum(m2_i + w_i * (mean_i - mean)**2)`` -- the same
+result in exact arithmetic, and stable (deviations from the final mean, not ``E[x^2] - E[x]^2``). It runs once per
+row, after the loop. A lane of weight 0 adds nothing, even beside an inf mean; a NaN in a row makes its mean and
+``m2`` NaN, as in eager.
 """
 from __future__ import annotations
 
@@ -45,6 +59,10 @@ class ReductionCodegenMixin:
         return hit
 
     def _reduction(self, dtype, src_dtype, reduction_type: str, value: str) -> str:
+        if reduction_type == "welford_reduce":
+            if self.kind == "red":
+                return self._welford_looped(value, compute_dtype(src_dtype))
+            return self._welford_fallback(dtype, src_dtype, value)
         acc_dtype = compute_dtype(src_dtype) if reduction_type not in ("any", "all") else torch.bool
         if reduction_type in ("any", "all"):
             value = self._emit(f"({value} != 0).to(tl.int8)", torch.int8)
@@ -108,3 +126,29 @@ class ReductionCodegenMixin:
             return self._final_reduce(rtype, acc, index_acc, acc_dtype, dtype)
         finally:
             self._in_post = False
+
+    # ------------------------------------------------------------------------------------------- Welford
+    def _welford_fallback(self, dtype, src_dtype, value) -> tuple[str, str, str]:
+        """A persistent kernel has the whole row in registers: ``sum`` for the mean, then the sum of squared
+        deviations -- two reductions but one read, and fewer registers than Welford's three accumulators
+        (Inductor's ``welford_reduce_fallback``). The first sum is shared with any plain sum of the same row."""
+        acc_dtype = compute_dtype(src_dtype)
+        total = self.reduction(dtype, src_dtype, "sum", value)
+        weight = self.constant(self.rnumel, acc_dtype)
+        mean = self.truediv(total, weight)
+        delta = self.sub(value, mean)
+        return mean, self.reduction(dtype, src_dtype, "sum", self.mul(delta, delta)), weight
+
+    def _welford_looped(self, value, acc_dtype) -> tuple[str, str, str]:
+        """Per lane of the ``[XBLOCK, RBLOCK]`` chunk, a running mean, ``m2`` and weight updated by Welford's
+        step (``_welford_reduce``; masked lanes keep weight 0), combined across lanes after the loop
+        (``_welford``). The row is read once for mean and variance, where two sums read it twice."""
+        k, tl_acc = next(self._acc), TL_DTYPE[acc_dtype]
+        accs = [f"_acc{k}_{part}" for part in ("mean", "m2", "weight")]
+        self.section.pre += [f"{acc} = tl.zeros([XBLOCK, RBLOCK], {tl_acc})" for acc in accs]
+        v = self._emit(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", acc_dtype, cse=False)
+        self.lines.append(f"{', '.join(accs)} = _welford_reduce({v}, {', '.join(accs)}, xmask & rmask)")
+        results = [f"tmp{next(self._tmp)}" for _ in accs]
+        self.section.post.append(f"{', '.join(results)} = _welford({', '.join(accs)})")
+        self.dtypes.update((r, acc_dtype) for r in results)
+        return tuple(results)

@@ -42,6 +42,24 @@ def _maximum_nan(a, b):  # max that keeps NaN, like torch.amax
 def _minimum_nan(a, b):
     return tl.where((a < b) | (a != a), a, b)
 
+
+@triton.jit
+def _welford_reduce(value, mean, m2, weight, mask):  # one Welford step per lane; masked lanes keep weight 0
+    new_weight = weight + 1
+    delta = value - mean
+    new_mean = mean + delta / new_weight
+    new_m2 = m2 + delta * (value - new_mean)
+    return tl.where(mask, new_mean, mean), tl.where(mask, new_m2, m2), tl.where(mask, new_weight, weight)
+
+
+@triton.jit
+def _welford(mean, m2, weight):  # a row's lanes -> its (mean, m2, weight), with sums: [Note: Welford combine]
+    total = tl.sum(weight, 1)[:, None]
+    new_mean = tl.sum(mean * (weight / total), 1)[:, None]
+    delta = mean - new_mean
+    new_m2 = tl.sum(m2 + tl.where(weight == 0, 0.0, weight * delta * delta), 1)[:, None]
+    return new_mean, new_m2, total
+
 '''
 
 

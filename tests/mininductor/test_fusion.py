@@ -1,12 +1,13 @@
 """Fusion: kernel counts for the acceptance patterns, fusion of reductions with their producers and epilogues,
 horizontal siblings, the recorded reason when a pair is not fused, and dead-buffer removal."""
+import pytest
 import torch
 import torch.nn.functional as F
 
 import mininductor
 from mininductor import metrics
 
-from .utils import check
+from .utils import check, kernel_code
 
 torch.manual_seed(0)
 X = torch.randn(33, 130)
@@ -27,11 +28,14 @@ def test_layer_norm_is_one_kernel():
     check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5)
 
 
-def test_layer_norm_sums_each_row_twice_not_three_times():
-    # the decomposed var and the mean beside it both sum x: the kernel computes that sum once (reduction CSE)
+@pytest.mark.parametrize("welford", [True, False])
+def test_layer_norm_sums_each_row_twice_not_three_times(welford, monkeypatch):
+    # persistent: var_mean's Welford reduction becomes the row's sum (the mean) and the sum of squared deviations
+    # from it, in registers; the two-pass lowering's var and mean share one sum (reduction CSE)
+    monkeypatch.setattr(mininductor.config, "welford_looped", welford)
     w, b = torch.randn(130), torch.randn(130)
     compiled = check(lambda x, w, b: F.layer_norm(x, (130,), w, b), X, w, b, kernels=1, atol=1e-5, rtol=1e-5)
-    assert compiled.source.count("tl.sum(") == 2
+    assert kernel_code(compiled).count("tl.sum(") == 2 and "_welford" not in kernel_code(compiled)
 
 
 def test_masks_are_constant_when_blocks_divide_the_sizes():

@@ -74,3 +74,10 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
     return value
+
+
+def kernel_code(compiled) -> str:
+    """The generated kernels and wrapper, without the shared header (its helper functions, e.g. ``_welford``)."""
+    from mininductor.codegen.wrapper import HEADER
+    assert compiled.source.startswith(HEADER)
+    return compiled.source[len(HEADER):]
