@@ -299,6 +299,11 @@ class TritonKernel(ReductionCodegenMixin):
 
     def store(self, name: str, index, value: str, mode: str | None = None) -> None:
         idx = self._store_index(index)
+        names = {v[0] for v in _free_names(idx)}
+        if self.ndim == 2 and "r" in names and "x" not in names:
+            # a row-shaped store ([1, RBLOCK] pointers, e.g. x.flip(0) fused into x.sum()) under an [XBLOCK,
+            # RBLOCK] mask: compiled Triton wants pointers of the mask's shape (the interpreter broadcasts)
+            idx = f"tl.broadcast_to({idx}, [XBLOCK, RBLOCK])"
         dtype = V.graph.get_dtype(name)
         if dtype == torch.bfloat16 and self.interpret and self._dtype(value) != dtype:
             value = self._round_bf16(value)
