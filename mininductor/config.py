@@ -30,10 +30,12 @@ split_reduction_threshold: int = 1 << 16
 # Force looped ("red") reductions with this RBLOCK (tests use it to cover the loop path on small rows).
 looped_reduction_rblock: int | None = None
 
-# var/var_mean/std (and so layer_norm) lower to a Welford reduction: a looped kernel walks the row once for mean
-# and variance together (then once more to normalise), instead of a sum loop and a squared-deviation loop.
-# Persistent kernels still take two sums of the row in registers. False: the two-pass lowering (to compare).
-welford_looped: bool = True
+# True: var/var_mean/std (and so layer_norm) lower to a Welford reduction, so a looped kernel walks the row once
+# for mean and variance together (then once more to normalise), instead of a sum loop and a squared-deviation
+# loop; persistent kernels take two sums in registers either way. Off by default because it measured slower on
+# an H200 (docs/benchmarks.md): 8192-long fp32 rows 0.139 ms vs 0.133 ms for the two loops, whose second pass
+# reads the row from L2; bf16 0.088 vs 0.075 ms. Welford's per-element update costs more than the re-read.
+welford_looped: bool = False
 
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False

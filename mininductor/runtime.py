@@ -212,7 +212,8 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
                 {"XBLOCK": 16, "RBLOCK": 256, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
                 {"XBLOCK": 64, "RBLOCK": 8, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 4}]
     return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
-            {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8}]
+            {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8},
+            {"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 16}]  # the best looped layer_norm, 8192-long fp32 rows
 
 
 class KernelLauncher:

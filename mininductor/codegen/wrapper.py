@@ -44,10 +44,10 @@ def _minimum_nan(a, b):
 
 
 @triton.jit
-def _welford_reduce(value, mean, m2, weight, mask):  # one Welford step per lane; masked lanes keep weight 0
-    new_weight = weight + 1
+def _welford_reduce(value, mean, m2, weight, mask, rcp):  # one Welford step per lane; masked lanes keep weight 0
+    new_weight = weight + 1  # rcp = 1 / new_weight: the same for every lane a chunk updates (see _welford_looped)
     delta = value - mean
-    new_mean = mean + delta / new_weight
+    new_mean = mean + delta * rcp
     new_m2 = m2 + delta * (value - new_mean)
     return tl.where(mask, new_mean, mean), tl.where(mask, new_m2, m2), tl.where(mask, new_weight, weight)
 
