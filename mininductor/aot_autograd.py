@@ -82,6 +82,11 @@ class ViewAndMutationMeta:
     out_spec: pytree.TreeSpec
     fw_output_vals: list[torch.Tensor]  # fake values of the forward's outputs (shapes/dtypes of the tangents)
 
+    def __post_init__(self) -> None:
+        from .runtime import unflattener
+        self.all_tensors = all(o is self.TENSOR for o in self.outputs)
+        self.unflatten = unflattener(self.out_spec)
+
     @property
     def num_tensor_outputs(self) -> int:
         return len(self.output_requires_grad)
@@ -324,9 +329,11 @@ def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -
 
 def _user_outputs(meta: ViewAndMutationMeta, tensors: list) -> Any:
     """Put the compiled graph's tensors back between the constant outputs, in ``gm``'s output structure."""
+    if meta.all_tensors:  # the usual case: nothing to put back, and (mostly) a flat list
+        return meta.unflatten(tensors)
     it = iter(tensors)
     flat = [next(it) if c is meta.TENSOR else c for c in meta.outputs]
-    return pytree.tree_unflatten(flat, meta.out_spec)
+    return meta.unflatten(flat)
 
 
 def _unalias_mutated_inputs(saved: list, mutated: list) -> list:

@@ -29,7 +29,7 @@ from . import async_compile, config, fx_graph_cache, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
-from .runtime import CudaGraphRunner, load_module
+from .runtime import CudaGraphRunner, load_module, unflattener
 from .scheduler import Scheduler
 from .specialize import IntsAsTensors, compile_dynamic, graph_device, ints_as_tensors, is_symbolic_graph
 from .virtualized import V
@@ -43,6 +43,7 @@ class CompiledGraph:
         self.module, self.out_spec, self.source = module, out_spec, source
         self.mutated_inputs = mutated_inputs  # indices of inputs the graph writes in place
         self.call = module.call
+        self.unflatten = unflattener(out_spec)
         self.n_inputs = len(example_inputs)
         self._runner = None
         # CUDA graphs are recorded on the first real call: example inputs may be fake tensors (AOTAutograd)
@@ -60,7 +61,7 @@ class CompiledGraph:
             flat = self._runner(list(args))
         else:
             flat = self.call(list(args))
-        return pytree.tree_unflatten(list(flat), self.out_spec)
+        return self.unflatten(flat)
 
 
 def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

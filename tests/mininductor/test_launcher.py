@@ -45,3 +45,19 @@ def test_an_interpreted_launch_leaves_triton_language_as_it_found_it():
     for obj, b, a in zip(objects, before, after):
         assert {k for k in a.keys() - b.keys() if not isinstance(a[k], type(tl))} == set(), obj  # imports may add
         assert all(a[k] is b[k] for k in b), [k for k in b if a[k] is not b[k]]
+
+
+def test_unflattener_rebuilds_every_output_structure():
+    # flat lists and tuples take the fast path (the type itself); anything else goes through pytree, same result
+    import collections
+
+    import torch.utils._pytree as pytree
+
+    from mininductor.runtime import unflattener
+    point = collections.namedtuple("point", "x y")
+    for value in ([1, 2, 3], (1, 2), [], (1, [2, (3, 4)]), {"a": 1, "b": (2, 3)}, point(1, 2), 7):
+        leaves, spec = pytree.tree_flatten(value)
+        rebuilt = unflattener(spec)(leaves)
+        assert rebuilt == value and type(rebuilt) is type(value)
+    assert unflattener(pytree.tree_flatten([1, 2])[1]) is list
+    assert unflattener(pytree.tree_flatten((1, 2))[1]) is tuple
