@@ -25,7 +25,7 @@ from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, unimplemented
 from .guards import GuardManager
-from .native_stretch import emit_native_stretch, native_stretch, stack_effect
+from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
 from .output_graph import OutputGraph
 from .resume_execution import (
     Continuation,
@@ -428,13 +428,16 @@ def compile_and_break(tx, inst) -> list:
     else:
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
-        cg.append(copy_instruction(code, inst.offset))
+        stretch = native_stretch(tx, live)  # a next data-dependent subscript runs natively too
+        if stretch is not None and inst.opname == "BINARY_SUBSCR":
+            emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
+        else:
+            cg.append(copy_instruction(code, inst.offset))
         effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
         depth = len(virtual) + effect
         after = [k < len(virtual) and virtual[k] for k in range(depth)]
-        stretch = native_stretch(tx, live)  # a next data-dependent subscript runs natively too
         if stretch is None:
             continue_at(tx, cg, nxt, after, live)
         else:

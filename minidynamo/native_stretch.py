@@ -16,11 +16,22 @@ ahead: if the next few instructions are LOAD_FAST/STORE_FAST/LOAD_CONST and end 
 boolean tensor (which would break the graph again), they run natively too.  Running the program's own bytecode is
 always correct; the look-ahead only decides where the next frame starts, so it needs no guard.  The second break is
 recorded like the first (explain and the counters show both).  Upstream resumes after each break.
+
+[Note: shared nonzero]  Both subscripts of a stretch run through ``mask_subscript(a, m)`` instead of ``a[m]``.  A
+boolean-mask subscript is ``a[m.nonzero(as_tuple=True)]``, and ``nonzero`` must wait for the device to know how
+many elements it finds: each subscript is a synchronisation.  When the second subscript uses the same mask, unchanged
+(the same object, the same ``_version``), its indices are the first one's, so ``mask_subscript`` keeps them and the
+second subscript is a plain gather: the tutorial MoE syncs once per expert instead of twice (eager syncs twice).
+Anything unusual (a subclass, a 0-d mask, a shape or device that ``a[m]`` would reject or convert) takes ``a[m]``
+itself, so values, errors and gradients are eager's.  Upstream gets the same effect when it keeps ``nonzero`` in
+the graph (``capture_dynamic_output_shape_ops``) and CSEs it.
 """
 from __future__ import annotations
 
 import dis
+import threading
 import traceback
+import weakref
 
 import torch
 
@@ -75,6 +86,34 @@ def native_stretch(tx, live: list[str]) -> NativeStretch | None:
     return None
 
 
+def emit_mask_subscript(cg: PyCodegen) -> None:
+    """In place of ``BINARY_SUBSCR`` (stack: ``a, m`` -> ``a[m]``): call ``mask_subscript(a, m)``."""
+    cg.store_local("___mask_m")
+    cg.store_local("___mask_a")
+    cg.load_const_object(mask_subscript, push_null=True)
+    cg.load_local("___mask_a")
+    cg.load_local("___mask_m")
+    cg.call(2)
+
+
+_last = threading.local()  # .mask: (weakref to the last mask, its _version, its nonzero indices)
+
+
+def mask_subscript(a, m):
+    """``a[m]``, sharing ``m``'s nonzero indices with the previous call on the same unchanged mask
+    ([Note: shared nonzero])."""
+    if type(a) is not torch.Tensor or type(m) is not torch.Tensor or m.dtype != torch.bool or m.dim() == 0 or \
+            a.dim() < m.dim() or a.shape[:m.dim()] != m.shape or a.device != m.device:
+        return a[m]
+    last = getattr(_last, "mask", None)
+    if last is not None and last[0]() is m and last[1] == m._version:
+        index = last[2]
+    else:
+        index = m.nonzero(as_tuple=True)
+        _last.mask = (weakref.ref(m), m._version, index)
+    return a[index]
+
+
 def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
     """Put the locals the stretch reads in their real slots, copy its instructions, keep ``___live_`` copies of
     what it stores (``continue_at`` hands those on), and record its break.  Returns its net stack effect."""
@@ -83,7 +122,10 @@ def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
         cg.store_local(name)
     pushed = 0
     for ins in stretch.instructions:
-        cg.append(copy_instruction(tx.output.f_code, ins.offset))
+        if ins is stretch.instructions[-1]:  # the boolean-mask subscript: [Note: shared nonzero]
+            emit_mask_subscript(cg)
+        else:
+            cg.append(copy_instruction(tx.output.f_code, ins.offset))
         pushed += stack_effect(ins)
     for name in sorted(stretch.stored):
         cg.load_local(name)

@@ -524,6 +524,69 @@ def test_back_to_back_boolean_mask_subscripts_share_one_frame():
     assert cnt.frame_count == 4
 
 
+class _CountNonzero(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += func is torch.ops.aten.nonzero.default
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_two_subscripts_of_a_stretch_share_one_nonzero():
+    # [Note: shared nonzero]: x[m] then w[m] compute m's indices once (one device sync instead of two), values,
+    # gradients and recorded breaks unchanged
+    def f(x, idx, w):
+        total = x.sum() * 0
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            total = total + (a * b).sum()
+        return total
+
+    x, w = torch.randn(10, requires_grad=True), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    x_e = x.detach().clone().requires_grad_(True)
+    compiled = minidynamo.minicompile(f, backend=CompileCounter())
+    compiled(x, idx, w)  # compile
+    counter = _CountNonzero()
+    with counter:
+        got = compiled(x, idx, w)
+    assert counter.calls == 3  # one per iteration: each stretch's second subscript reused the first's indices
+    expected = f(x_e, idx, w)
+    assert torch.equal(got, expected)
+    got.backward()
+    expected.backward()
+    assert torch.equal(x.grad, x_e.grad)
+    assert sum(minidynamo.counters["graph_break"].values()) == 6
+
+
+def test_mask_subscript_is_a_subscript():
+    from minidynamo.native_stretch import mask_subscript
+    x, w = torch.randn(5, 3), torch.randn(5)
+    m = torch.tensor([True, False, True, True, False])
+    counter = _CountNonzero()
+    with counter:
+        a, b = mask_subscript(x, m), mask_subscript(w, m)
+    assert counter.calls == 1  # m's indices, once for both
+    assert torch.equal(a, x[m]) and torch.equal(b, w[m])
+    m[1] = True  # mutated in place: a new version, new indices
+    assert torch.equal(mask_subscript(w, m), w[m])
+    other = m.clone()  # same values, another tensor: its own indices
+    assert torch.equal(mask_subscript(x, other), x[other])
+    # what a[m] would convert or reject goes to a[m] itself: a 0-d mask, a wrong shape, a non-tensor, a subclass
+    assert torch.equal(mask_subscript(w, torch.tensor(True)), w[torch.tensor(True)])
+    with pytest.raises(IndexError) as ours:
+        mask_subscript(w, torch.tensor([True, False]))
+    with pytest.raises(IndexError) as eager:
+        w[torch.tensor([True, False])]
+    assert str(ours.value) == str(eager.value)
+    p = torch.nn.Parameter(torch.randn(5))
+    assert torch.equal(mask_subscript(p, m), p[m])
+
+
 def test_a_captured_variable_keeps_the_usual_resume():
     # a stretch only moves plain locals: `a` is captured by the closure (a cell), so the second subscript gets
     # its own resume function as before -- and the closure still sees the value
