@@ -110,8 +110,9 @@ def test_training_graphs_are_not_reinplaced():
 def test_the_tutorial_moe_expert_graphs_scatter_into_outputs(monkeypatch):
     # each expert frame of the tutorial MoE ends in outputs.index_add_: the scatter writes into `outputs` itself
     # (one launch fewer per expert, no write-back), and the whole forward still equals eager
-    from minidynamo.examples.moe import make_moe, make_moe_input
     import importlib
+
+    from minidynamo.examples.moe import make_moe, make_moe_input
     compile_fx_module = importlib.import_module("mininductor.compile_fx")
     model = make_moe("tutorial", "small", seed=0).eval()
     x = make_moe_input("small", seed=1)
