@@ -369,11 +369,10 @@ def unflattener(spec) -> Callable[[list], Any]:
     import torch.utils._pytree as pytree
     try:
         children = spec.children() if callable(getattr(spec, "children", None)) else spec.children_specs
-        if spec.type in (list, tuple) and all(c.is_leaf() for c in children):
-            return spec.type
+        flat = spec.type in (list, tuple) and all(c.is_leaf() for c in children)
     except Exception:  # noqa: BLE001 - another pytree version: the general path is always right
-        pass
-    return lambda flat: pytree.tree_unflatten(list(flat), spec)
+        flat = False
+    return spec.type if flat else lambda leaves: pytree.tree_unflatten(list(leaves), spec)
 
 
 # ------------------------------------------------------------------------------------------------ cudagraphs
