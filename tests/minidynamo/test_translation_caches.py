@@ -42,3 +42,30 @@ def test_copy_instruction_follows_a_changed_function():
     exec(compile(src.replace("+", "*"), "file_one.py", "exec"), ns2)  # noqa: S102  (same file and lines)
     off = _binary_op_offset(ns1["f"])
     assert copy_instruction(ns1["f"].__code__, off).arg != copy_instruction(ns2["f"].__code__, off).arg
+
+
+def _loop(x, n):
+    for i in range(n):
+        x = x + 1
+        y = x * 2  # noqa: F841
+    return x
+
+
+def _loop_reads_i(x, n):
+    for i in range(n):
+        x = x + 1
+        y = x * i  # noqa: F841
+    return x
+
+
+def test_livevars_analysis_is_cached_per_code_object_and_returns_a_fresh_set():
+    from minidynamo.bytecode_analysis import livevars_analysis
+    add = _binary_op_offset(_loop)  # ``x + 1``: x is written next; ``i`` is never read
+    loop = next(i.offset for i in dis.get_instructions(_loop) if i.opname == "FOR_ITER")
+    assert livevars_analysis(_loop.__code__, add) == set()
+    live = livevars_analysis(_loop.__code__, loop)
+    assert live == {"x"}
+    live.add("junk")  # callers may change what they get: the cached answer must not change with it
+    assert livevars_analysis(_loop.__code__, loop) == {"x"}
+    # A changed function (it reads ``i`` after that point) gets its own answer at the same kind of offset.
+    assert livevars_analysis(_loop_reads_i.__code__, _binary_op_offset(_loop_reads_i)) == {"i"}
