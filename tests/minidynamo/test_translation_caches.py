@@ -1,7 +1,14 @@
 """Caches that make translation faster (issue #7): each returns what the uncached computation returns, and is keyed
 so that a changed function (a new code object) never sees another function's entry."""
+import contextlib
 import dis
+import re
 
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import minidynamo
+from minidynamo import bytecode_transformation as bt
 from minidynamo.resume_execution import abstract_instructions, copy_instruction
 
 
@@ -69,3 +76,59 @@ def test_livevars_analysis_is_cached_per_code_object_and_returns_a_fresh_set():
     assert livevars_analysis(_loop.__code__, loop) == {"x"}
     # A changed function (it reads ``i`` after that point) gets its own answer at the same kind of offset.
     assert livevars_analysis(_loop_reads_i.__code__, _binary_op_offset(_loop_reads_i)) == {"i"}
+
+
+def _symbolic_program(x, w, mask):
+    a = torch.nn.functional.linear(x, w)
+    b = torch.nn.functional.gelu(a)
+    c = torch.nn.functional.gelu(a)  # the same op on the same fakes: a dispatch-cache hit when the cache is on
+    if x.shape[0] > 2:  # a guard on a symbolic size
+        b = b * 2
+    picked = x[mask]  # data-dependent: a graph break
+    return (b + c)[:, :3].sum(-1), picked.sum()
+
+
+def _compile_record(monkeypatch, cache_on: bool, inputs) -> tuple[list, list]:
+    from minidynamo.explain import _entries
+    from minidynamo.variables import tensor as tensor_vars
+    if cache_on:
+        monkeypatch.setattr(tensor_vars, "no_dispatch_cache", lambda mode: contextlib.nullcontext())
+    fn = minidynamo.minicompile(_symbolic_program, backend="eager")
+    outs = [fn(*args) for args in inputs]
+    for args, out in zip(inputs, outs):
+        expected = _symbolic_program(*args)
+        assert all(torch.allclose(o, e) for o, e in zip(out, expected))
+    entries = _entries(fn)
+    monkeypatch.undo()
+    graphs = [e.graph_module.code if e.graph_module is not None else None for e in entries]
+    text = repr(([str(e.guard_manager) for e in entries], graphs, [bt.format_code(e.code) for e in entries]))
+    return re.sub(r"(__compiled_fn|__resume_at|___const_\w+?)_[0-9_]+", r"\1", text)  # names hold counters, ids
+
+
+def test_tracing_without_the_fake_dispatch_cache_gives_the_same_graphs_and_guards(monkeypatch):
+    """[Note: no fake dispatch cache while tracing]: the cache is invisible, so turning it off changes nothing
+    but time.  Sizes change between calls (automatic dynamic: symbolic sizes, guards on them, recompiles)."""
+    def inputs(n):
+        g = torch.Generator().manual_seed(n)
+        return torch.randn(n, 8, generator=g), torch.randn(6, 8, generator=g), torch.rand(n, generator=g) > 0.5
+    calls = [inputs(n) for n in (4, 5, 7, 2)]
+    hits = FakeTensorMode.cache_hits
+    without = _compile_record(monkeypatch, False, calls)
+    hits_without, hits = FakeTensorMode.cache_hits - hits, FakeTensorMode.cache_hits
+    assert without == _compile_record(monkeypatch, True, calls)
+    assert FakeTensorMode.cache_hits - hits > hits_without  # the comparison did exercise the cache
+
+
+def test_run_fake_turns_the_dispatch_cache_off_and_back_on():
+    from minidynamo.variables.tensor import no_dispatch_cache
+    mode = FakeTensorMode()
+    before = mode.cache_enabled
+    with no_dispatch_cache(mode):
+        assert mode.cache_enabled is False
+    assert mode.cache_enabled == before
+    try:
+        with no_dispatch_cache(mode):
+            raise RuntimeError("a fake op failed")
+    except RuntimeError:
+        pass
+    assert mode.cache_enabled == before
