@@ -62,13 +62,20 @@ def _names(inst: dis.Instruction) -> tuple[str, ...]:
 
 
 def livevars_analysis(code: types.CodeType, offset: int) -> set[str]:
-    """Locals that may be read, before being written, on some path starting at ``offset``."""
+    """Locals that may be read, before being written, on some path starting at ``offset`` (a new set each call)."""
+    return set(_livevars(code, offset))
+
+
+@functools.lru_cache(maxsize=1024)
+def _livevars(code: types.CodeType, offset: int) -> frozenset[str]:
+    """Once per (code object, offset): it depends on the bytecode alone, and a loop body's resume function breaks
+    at the same offsets on every recompile."""
     instrs, index, succ = _flow(code)
     live: set[str] = set()
     for name in code.co_varnames:
         if _may_read_before_write(instrs, succ, index[offset], name):
             live.add(name)
-    return live
+    return frozenset(live)
 
 
 def _may_read_before_write(instrs, succ, start: int, name: str) -> bool:

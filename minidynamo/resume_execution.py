@@ -20,6 +20,7 @@ Mirrors ``torch/_dynamo/resume_execution.py``.
 from __future__ import annotations
 
 import dis
+import functools
 import types
 
 import torch
@@ -241,10 +242,18 @@ def nop_dead_code(body: list, prologue: list) -> list:
 
 
 def copy_instruction(code: types.CodeType, offset: int) -> Instr:
-    """The instruction at ``offset`` of ``code``, to be run natively in generated code."""
+    """The instruction at ``offset`` of ``code``, to be run natively in generated code (a new object each time)."""
+    name, arg = _instruction_args(code, code.co_filename)[offset]
+    return Instr(name, arg) if name not in ("RETURN_VALUE",) else Instr(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _instruction_args(code: types.CodeType, _filename: str) -> dict[int, tuple[str, object]]:
+    """(name, arg) of each instruction of ``code`` in ``bytecode`` form, by ``dis`` offset, once per code object:
+    ``Bytecode.from_code`` is slow and a loop body's breaks copy instructions again on every recompile.  (Equal code
+    objects from two files compare equal: the file name is part of the key, as in ``bt._prologue_and_signature``.)"""
     _, by_offset = abstract_instructions(code)
-    ins = by_offset[offset]
-    return Instr(ins.name, ins.arg) if ins.name not in ("RETURN_VALUE",) else Instr(ins.name)
+    return {offset: (ins.name, ins.arg) for offset, ins in by_offset.items()}
 
 
 def forward_jump_name(opname: str) -> str:
