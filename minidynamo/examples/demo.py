@@ -205,6 +205,7 @@ def compile_with_mininductor() -> None:
 
 QUICK = os.environ.get("MINICOMPILE_DEMO_QUICK", "") not in ("", "0")  # skip torch.compile (30+ s per model on CPU)
 MOE_SIZE = "reference" if DEVICE == "cuda" else "small"
+TRAIN_WARMUP = 20 if DEVICE == "cuda" else 2  # train steps before timing: see _time_cell
 KERNEL_NAME = re.compile(r"\btriton_(?:poi|per|red)_fused_\w+")
 MOE: dict[str, CompiledMoE] = {}  # kind -> what steps 7 and 8 made
 
@@ -377,6 +378,9 @@ def time_moe() -> None:
               "     generated code; run on a GPU to compare compilers (bench/moe.py, docs/benchmarks.md).")
         print("   * CPU timings use one intra-op thread: on a shared machine, spinning OpenMP threads made eager\n"
               "     times swing by 100x from run to run.")
+    print(f"   * train steps are timed after {TRAIN_WARMUP} warm-up steps for every compiler: each step changes the\n"
+          "     weights, so the routing, and the tutorial MoE meets (expert, case) pairs it has not compiled yet\n"
+          "     (one row, or more rows than its capacity) for a while; each costs minicompile a translation.")
     if QUICK:
         print("   * torch.compile skipped: MINICOMPILE_DEMO_QUICK is set (unset it for the full table).")
 
@@ -388,7 +392,11 @@ def _time_cell(kind: str, phase: str, compiler: str, iters: int) -> str:
     try:
         fn = _compiled_for(entry, compiler)
         with _progress(f"timing {compiler} {kind} MoE {phase}", quiet=compiler == "eager"), _quiet_warnings():
-            ms = _median_ms(_forward(fn, entry) if phase == "eval forward" else _train_step(fn, entry), iters)
+            train = phase != "eval forward"
+            # train steps change the weights and so the routing: the tutorial MoE meets new (expert, case) pairs
+            # for a while and minicompile translates each once; every compiler gets the same warm-up steps
+            ms = _median_ms(_train_step(fn, entry) if train else _forward(fn, entry), iters,
+                            warmup=TRAIN_WARMUP if train else 2)
         return f"{ms:.2f}"
     except Exception as e:  # noqa: BLE001 -- one failing cell must not lose the table
         print(f"     {compiler} {kind} {phase} failed: {type(e).__name__}: {_clip(str(e), 100)}")
