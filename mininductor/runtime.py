@@ -227,6 +227,7 @@ class KernelLauncher:
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
+        self.empty = 0 in (xnumel, rnumel)
         self.interpret = device_type != "cuda"
         self.hint = hint
         self.configs = self._candidate_configs()
@@ -264,7 +265,7 @@ class KernelLauncher:
         return None
 
     def run(self, *args) -> None:
-        if 0 in self._numels(args):  # an empty tensor: nothing to compute
+        if (0 in self._numels(args)) if self.symbolic else self.empty:  # an empty tensor: nothing to compute
             return
         if self._direct:
             direct = self._direct.get(specialization_key(args))
@@ -308,7 +309,7 @@ class DirectLauncher:
     launch (bench/overhead.py).
     """
 
-    __slots__ = ("constexprs", "device", "grid", "kernel", "stream_of")
+    __slots__ = ("constexprs", "device", "grid", "hooks", "kernel", "stream_of")
 
     @staticmethod
     def make(fn, kernel, cfg: dict, args, grid: tuple) -> DirectLauncher | None:
@@ -324,19 +325,20 @@ class DirectLauncher:
             return None
 
     def __init__(self, kernel, grid, constexprs, active_driver) -> None:
+        from triton import knobs
         self.kernel = kernel
-        self.grid = tuple(grid)
-        self.constexprs = constexprs
+        self.grid = (*grid, 1, 1)[:3]  # always three dimensions, as kernel.run takes them
+        self.constexprs = tuple(constexprs)
         self.device = active_driver.get_current_device()
         self.stream_of = active_driver.get_current_stream
+        self.hooks = knobs.runtime  # read at each launch: a profiler may set launch hooks at any time
 
     def launch(self, args, grid: tuple) -> None:
-        from triton import knobs
         k = self.kernel
-        g0, g1, g2 = (*grid, 1, 1)[:3]
+        g0, g1, g2 = grid if len(grid) == 3 else (*grid, 1, 1)[:3]
         stream = self.stream_of(self.device)
-        enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-        bound = (*args, *self.constexprs)
+        enter, exit_ = self.hooks.launch_enter_hook, self.hooks.launch_exit_hook
+        bound = args + self.constexprs
         metadata = k.launch_metadata((g0, g1, g2), stream, *bound) \
             if enter is not None or exit_ is not None else None
         k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
