@@ -13,6 +13,7 @@ import torch
 from . import ir
 from .ir import Pointwise, TensorBox
 from .lowering import broadcast_shapes, clone, expand_to, origins_of, register_lowering
+from .reinplace import non_overlapping
 from .virtualized import V, ops
 
 aten = torch.ops.aten
@@ -125,7 +126,8 @@ def _scatter_target(x) -> ir.Buffer:
     only other use of that input is writing the result back (reinplace.py)."""
     storage = x.storage()
     if V.graph.current_node in V.graph.reinplace and x.data is storage and \
-            isinstance(storage.data, ir.InputBuffer):
+            isinstance(storage.data, ir.InputBuffer) and \
+            non_overlapping(storage.data.layout.size, storage.data.layout.stride):
         return storage.data
     target = clone(x)
     target.realize()

@@ -56,6 +56,28 @@ def reinplaceable_scatters(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, int]
     return found
 
 
+def non_overlapping(size, stride) -> bool:
+    """May a scatter write a tensor of this layout in place: does every element have its own memory?
+
+    An expanded input (stride 0) or an overlapping view is one eager's in-place ops refuse; written in place, its
+    elements would alias.  Such inputs keep the copy (and the write-back raises, as eager does).  Sizes and strides
+    must be plain numbers here; a symbolic one keeps the copy too."""
+    dims = []
+    for sz, st in zip(size, stride):
+        try:
+            sz, st = int(sz), int(st)
+        except TypeError:  # a symbol
+            return False
+        if sz != 1:
+            dims.append((st, sz))
+    extent = 1  # the span of the dims with smaller strides
+    for st, sz in sorted(dims):
+        if st < extent:
+            return False
+        extent = st * sz
+    return True
+
+
 def _copies(user: torch.fx.Node, dst: torch.fx.Node, src: torch.fx.Node) -> bool:
     """Is ``user`` the write-back ``copy_(dst, src)``?"""
     return user.op == "call_function" and user.target is aten.copy_.default and \

@@ -1,6 +1,7 @@
 """Reinplacing (mininductor/reinplace.py): a scatter whose input's old value is never read again stores into that
 input directly -- no copy kernel, no write-back -- and everywhere else it still works on a copy. Every case is
 compared with eager (values and the mutated inputs), and the kernels are counted."""
+import pytest
 import torch
 
 import minidynamo
@@ -132,3 +133,21 @@ def test_the_tutorial_moe_expert_graphs_scatter_into_outputs(monkeypatch):
     for source in scatters:
         assert "= arg" in source.split("the scatter writes in place")[0].splitlines()[-1]
         assert ".copy_(" not in source
+
+
+def test_an_expanded_input_keeps_its_copy_and_raises_like_eager():
+    # written in place, an expanded input's rows would alias: it keeps the copy, and the write-back refuses as eager
+    from mininductor.reinplace import non_overlapping
+
+    from .utils import compile_fn
+    assert non_overlapping([4, 3], [3, 1]) and non_overlapping([4, 3], [1, 4]) and non_overlapping([4, 1], [1, 7])
+    assert not non_overlapping([4, 3], [0, 1]) and not non_overlapping([4, 3], [2, 1])
+    idx, v = torch.tensor([1, 3]), torch.randn(2, 3)
+    out = torch.zeros(1, 3).expand(5, 3)
+    compiled = compile_fn(_index_add, out, idx, v)
+    assert ".copy_(" in compiled.source  # the scatter went into a copy
+    with pytest.raises(RuntimeError) as eager:
+        _index_add(torch.zeros(1, 3).expand(5, 3), idx, v)
+    with pytest.raises(RuntimeError) as ours:
+        compiled(out, idx, v)
+    assert str(ours.value) == str(eager.value)
