@@ -180,3 +180,12 @@ def test_small_kernels_are_not_autotuned_on_the_gpu():
     assert [c["num_warps"] for c in big] == [16, 8, 32] and all(c["RBLOCK"] == 8192 for c in big)
     with config.patch(mode="max-autotune"):
         assert len(candidate_configs("per", 32, 32)) > 1
+
+
+def test_output_code_defines_only_the_helpers_its_kernels_call():
+    # the module header carries a helper (a tl.reduce combine, Welford's steps) only when a kernel calls it
+    plain = check(lambda x: x.sin() * 2, torch.randn(5, 7))
+    assert "def _prod_combine" not in plain.source and "def _welford" not in plain.source
+    prod = check(lambda x: x.prod(-1), torch.rand(5, 7) + 0.5)
+    assert "def _prod_combine" in prod.source and "_prod_combine)" in prod.source
+    assert "def _welford" not in prod.source

@@ -78,6 +78,8 @@ def _plain(value):
 
 def kernel_code(compiled) -> str:
     """The generated kernels and wrapper, without the shared header (its helper functions, e.g. ``_welford``)."""
-    from mininductor.codegen.wrapper import HEADER
-    assert compiled.source.startswith(HEADER)
-    return compiled.source[len(HEADER):]
+    from mininductor.codegen.wrapper import IMPORTS, header_for
+    assert compiled.source.startswith(IMPORTS)
+    header = header_for([compiled.source[len(IMPORTS):]])
+    assert compiled.source.startswith(header)
+    return compiled.source[len(header):]
