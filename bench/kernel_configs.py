@@ -27,7 +27,7 @@ from mininductor import runtime
 # the code-generation choices compared (each a mininductor.config.patch); the last two loop over rows longer than
 # 1024, with a Welford variance (the row read twice by a norm) and with the two-pass one (three times)
 VARIANTS = [dict(eviction_policies=False), dict(eviction_policies=True),
-            dict(eviction_policies=True, persistent_reduction_max=1024),
+            dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=True),
             dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=False)]
 
 

@@ -1,0 +1,125 @@
+"""Native stretches (minidynamo/native_stretch.py): after a break at a boolean-mask subscript, the next one runs
+natively in the same frame ([Note: native stretch]) and shares the first one's nonzero ([Note: shared nonzero]).
+Each test compares with eager and asserts frames, breaks and nonzero calls."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    minidynamo.reset()
+    yield
+    minidynamo.reset()
+
+
+def test_back_to_back_boolean_mask_subscripts_share_one_frame():
+    # [Note: native stretch] in native_stretch.py: after the break at x[m], the next statement w[m] would break again
+    # with an empty graph in between; it runs natively in the same frame, and one resume function continues after
+    # it. Both breaks are recorded, as upstream would record them.
+    def f(x, idx, w):
+        out = torch.zeros(3)
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            out[i] = (a * b).sum() + len(a)
+        return out, a, b
+
+    x, w = torch.randn(10), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt)
+    for got, expected in zip(compiled(x, idx, w), f(x, idx, w)):
+        assert torch.equal(got, expected)
+    ctx = compiled._minidynamo_ctx
+    # f, and one resume function for the rest of the loop (for i == 1, 2 and the exhausted iterator)
+    assert sorted(len(entries) for entries in ctx.cache.values()) == [1, 3]
+    assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 6
+    assert all("data-dependent" in e.reason and e.user_stack[-1].line.startswith(("a = x[m]", "b = w[m]"))
+               for e in ctx.graph_breaks)
+    for got, expected in zip(compiled(x, idx, w), f(x, idx, w)):  # warm: no new compile
+        assert torch.equal(got, expected)
+    assert cnt.frame_count == 4
+
+
+class _CountNonzero(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += func is torch.ops.aten.nonzero.default
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_two_subscripts_of_a_stretch_share_one_nonzero():
+    # [Note: shared nonzero]: x[m] then w[m] compute m's indices once (one device sync instead of two), values,
+    # gradients and recorded breaks unchanged
+    def f(x, idx, w):
+        total = x.sum() * 0
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            total = total + (a * b).sum()
+        return total
+
+    x, w = torch.randn(10, requires_grad=True), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    x_e = x.detach().clone().requires_grad_(True)
+    compiled = minidynamo.minicompile(f, backend=CompileCounter())
+    compiled(x, idx, w)  # compile
+    counter = _CountNonzero()
+    with counter:
+        got = compiled(x, idx, w)
+    assert counter.calls == 3  # one per iteration: each stretch's second subscript reused the first's indices
+    expected = f(x_e, idx, w)
+    assert torch.equal(got, expected)
+    got.backward()
+    expected.backward()
+    assert torch.equal(x.grad, x_e.grad)
+    assert sum(minidynamo.counters["graph_break"].values()) == 6
+
+
+def test_mask_subscript_is_a_subscript():
+    from minidynamo.native_stretch import mask_subscript
+    x, w = torch.randn(5, 3), torch.randn(5)
+    m = torch.tensor([True, False, True, True, False])
+    counter = _CountNonzero()
+    with counter:
+        a, b = mask_subscript(x, m), mask_subscript(w, m)
+    assert counter.calls == 1  # m's indices, once for both
+    assert torch.equal(a, x[m]) and torch.equal(b, w[m])
+    m[1] = True  # mutated in place: a new version, new indices
+    assert torch.equal(mask_subscript(w, m), w[m])
+    other = m.clone()  # same values, another tensor: its own indices
+    assert torch.equal(mask_subscript(x, other), x[other])
+    # what a[m] would convert or reject goes to a[m] itself: a 0-d mask, a wrong shape, a non-tensor, a subclass
+    assert torch.equal(mask_subscript(w, torch.tensor(True)), w[torch.tensor(True)])
+    with pytest.raises(IndexError) as ours:
+        mask_subscript(w, torch.tensor([True, False]))
+    with pytest.raises(IndexError) as eager:
+        w[torch.tensor([True, False])]
+    assert str(ours.value) == str(eager.value)
+    p = torch.nn.Parameter(torch.randn(5))
+    assert torch.equal(mask_subscript(p, m), p[m])
+
+
+def test_a_captured_variable_keeps_the_usual_resume():
+    # a stretch only moves plain locals: `a` is captured by the closure (a cell), so the second subscript gets
+    # its own resume function as before -- and the closure still sees the value
+    def f(x, m):
+        a = x[m]
+        get = lambda: a  # noqa: E731
+        b = x[m] * 2
+        return get() + b
+
+    x, m = torch.randn(6), torch.tensor([True, False, True, True, False, True])
+    compiled = minidynamo.minicompile(f, backend=CompileCounter())
+    assert torch.equal(compiled(x, m), f(x, m))
+    assert sum(minidynamo.counters["graph_break"].values()) == 2
