@@ -171,12 +171,17 @@ class CompileContext:
         """The cache entries that count towards ``recompile_limit`` for this call.
 
         [Note: recompile limit per code path]  A graph break inside a loop makes resume functions that are entered
-        once per iteration, with the loop's state as arguments: ``__resume_at_N(expert_idx=3, ...)`` runs
-        ``self.experts[3]``, so its graph is specialised on ``expert_idx == 3``.  Each loop index is a different
-        code path, not a recompile of the same one.  So, for a resume function, only entries whose constant
-        (EQUALS_MATCH) guards hold for this call count -- the analogue of upstream's ``cache_size.py``, which
-        counts only entries whose ID_MATCH-guarded objects are this frame's.  ``accumulated_recompile_limit``
-        caps the total.  A user's own function keeps upstream's rule: every entry counts.
+        once per iteration, with the loop's state as arguments: ``__resume_at_N(expert_idx=3, ...)``.  Their
+        entries differ by code path, not only by sizes: the loop index while it is still a constant, whether the
+        iterator is exhausted (the loop ends inside this frame), whether ``outputs`` already requires grad (an
+        earlier expert's result went into it), and for each of those, the row-count cases (0, 1, 2..4, 5+).
+        Counting all of them against ``recompile_limit`` would send a loop body back to eager after eight.  So,
+        for a resume function, only the entries on this call's code path count: those whose constants
+        (EQUALS_MATCH), iterator lengths and tensors' ``requires_grad`` hold for this call
+        (``GuardManager.on_same_code_path``) -- the analogue of upstream's ``cache_size.py``, which counts only
+        entries whose ID_MATCH-guarded objects are this frame's.  What the limit is for, a size or value that
+        keeps changing on one path, is still caught; ``accumulated_recompile_limit`` caps the total.  A user's
+        own function keeps upstream's rule: every entry counts.
 
         Entries compiled before a size of the frame became dynamic (its ``generation`` is older) do not count
         either: they were static guesses the dynamic entry now generalises.  Each (input, dimension) turns dynamic
@@ -186,7 +191,7 @@ class CompileContext:
         entries = [e for e in entries if getattr(e, "generation", 0) == current]
         if fn.__code__ not in self.resume_origin:
             return entries
-        return [e for e in entries if e.guard_manager.check_kinds(f_locals, fn.__globals__, ("EQUALS_MATCH",))]
+        return [e for e in entries if e.guard_manager.on_same_code_path(f_locals, fn.__globals__)]
 
     def dynamic_generation(self, code: types.CodeType) -> int:
         """How many sizes of ``code``'s frame have become dynamic so far (automatic dynamic, dynamic_shapes.py)."""

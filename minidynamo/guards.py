@@ -245,7 +245,7 @@ class GuardManager:
 
         [Note: inlined tensor checks]  A check function runs on every frame entry, and in the tutorial MoE's loop
         a third of its lines are TENSOR_MATCHes: written out (no call, no reads of a ``TensorMeta``), each costs
-        about half.  ``tensor_match`` stays the reference (``first_failure`` and ``check_kinds`` use it); a test
+        about half.  ``tensor_match`` stays the reference (``first_failure`` uses it); a test
         checks that the two agree.  Symbolic sizes and strides (str entries) go through ``___dims_match``."""
         names = {}
         for field in ("type", "dtype", "requires_grad", "shape", "stride", "device"):
@@ -296,16 +296,22 @@ class GuardManager:
         lines += ["    except Exception:", "        return False", "    return True"]
         return "\n".join(lines)
 
-    def check_kinds(self, f_locals: dict, f_globals: dict, kinds: tuple) -> bool:
-        """Do the guards of these kinds hold (the others are not looked at)?"""
+    def on_same_code_path(self, f_locals: dict, f_globals: dict) -> bool:
+        """Would this entry run the same code path as a call with these locals?  Its constants (EQUALS_MATCH:
+        a loop index), its loop iterators' lengths (inside the loop or after it) and its tensors'
+        ``requires_grad`` (whether autograd records) hold; sizes and the rest are not looked at.  See
+        [Note: recompile limit per code path] in eval_frame.py."""
         scope = dict(self.closure, L=f_locals, G=f_globals)
         for g, e in zip(self.guards, self.exprs):
-            if g.kind in kinds:
-                try:
-                    if not eval(e, scope):
-                        return False
-                except Exception:  # noqa: BLE001 - a guard that raises has failed
+            if g.kind == "TENSOR_MATCH":
+                e = f"{g.source.name()}.requires_grad is {g.expected.requires_grad}"
+            elif g.kind not in ("EQUALS_MATCH", "TUPLE_ITERATOR_LEN"):
+                continue
+            try:
+                if not eval(e, scope):
                     return False
+            except Exception:  # noqa: BLE001 - a guard that raises has failed
+                return False
         return True
 
     def first_failure(self, f_locals: dict, f_globals: dict) -> str | None:

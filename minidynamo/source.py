@@ -95,6 +95,25 @@ class GetItemSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class DynamicGetItemSource(Source):
+    """``base[index]`` where the index is itself read from the frame: ``L['self']._modules['experts'][L['i']]``.
+
+    The item is whichever one the index names on *this* call, so every guard below it checks that item (see
+    [Note: a module list indexed by a symbolic int] in variables/nn_module.py)."""
+
+    base: Source
+    index: Source
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.index.name()}]"
+
+    def reconstruct(self, codegen) -> None:
+        self.base.reconstruct(codegen)
+        self.index.reconstruct(codegen)
+        codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
 class ClosureCellSource(Source):
     """The contents of cell ``index`` of a function's ``__closure__``."""
 

@@ -181,6 +181,8 @@ class NNModuleVariable(VariableTracker):
 
     def _getitem(self, tx, index):
         m = self.module
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)) and is_symbolic_frame_int(index):
+            return self._symbolic_getitem(tx, index)
         key = index.as_python_constant()
         if isinstance(m, torch.nn.ModuleDict):
             return self._child(tx, key, m[key])
@@ -188,9 +190,32 @@ class NNModuleVariable(VariableTracker):
             from .lists import ListVariable
             return ListVariable(self._items(tx)[key])
         keys = list(m._modules) if not isinstance(m, torch.nn.ParameterList) else list(m._parameters)
-        k = keys[key]
+        k = _item_or_raise(keys, key, m)
         value = m._modules[k] if not isinstance(m, torch.nn.ParameterList) else m._parameters[k]
         return self._child(tx, k, value)
+
+    def _symbolic_getitem(self, tx, index):
+        """``self.experts[i]`` where ``i`` is a symbolic int argument: the item is read at run time.
+
+        [Note: a module list indexed by a symbolic int]  A loop over experts with a graph break inside resumes
+        once per expert with ``expert_idx`` as an argument.  Once that int has changed between calls it is
+        traced as a symbol (automatic dynamic), but a constant index would specialise it again (``expert_idx ==
+        3``) and give one translation, one graph and one set of kernels per expert.  Instead the item's source
+        is ``L['self']._modules['experts'][L['expert_idx']]``, evaluated on every call: the guards check
+        *that call's* module (its type, hooks, parameters' shapes), and its parameters are graph inputs read
+        through it.  So every expert of the same shape shares one entry.  Nothing is assumed about the other
+        items: a different one fails its own guards and recompiles.  An index out of range makes the guard
+        raise, which is a failed guard.  Only the symbol itself (an argument) is accepted: a computed index
+        (``i + 1``) has no source to read and is specialised as before.  Upstream specialises here (one
+        recompile per expert, until ``recompile_limit``); this is our extension, kept this narrow.
+        """
+        from ..source import DynamicGetItemSource
+        from .builder import VariableBuilder
+        if self.source is None:
+            unimplemented(f"a module built inside the compiled function ({self.describe()})",
+                          "construct modules outside the compiled function")
+        value = _item_or_raise(self.module, int(index.sym_num.node.hint), self.module)
+        return VariableBuilder(tx, DynamicGetItemSource(self.source, index.source))(value)
 
     def _iterate(self, tx, name, args, kwargs):
         a = [x.as_python_constant() for x in args]
@@ -222,6 +247,23 @@ class NNModuleVariable(VariableTracker):
 
 
 MODULE_STORES = ("_parameters", "_buffers", "_modules")
+
+
+def _item_or_raise(items, index: int, module: torch.nn.Module):
+    """``items[index]``; out of range, the program's own IndexError (the frame runs eagerly and raises it)."""
+    try:
+        return items[index]
+    except IndexError:
+        from ..exc import raise_observed_exception
+        raise_observed_exception(IndexError, [f"index {index} is out of range"],
+                                 f"{type(module).__name__} index {index} is out of range")
+
+
+def is_symbolic_frame_int(index: VariableTracker) -> bool:
+    """Is ``index`` an int argument of the frame traced as a symbol (its own placeholder, with a source)?"""
+    from .sym_node import SymNodeVariable
+    return isinstance(index, SymNodeVariable) and index.source is not None and \
+        index.proxy.node.op == "placeholder" and index.python_type() is int
 
 
 def module_child_source(base: Source, module: torch.nn.Module, key: str) -> Source:

@@ -190,9 +190,13 @@ def test_show_guards_prints_readable_relations():
 # expert load until recompile_limit sent it back to eager.
 # --------------------------------------------------------------------------------------------------------------
 def _paths(entries):
-    """Cache entries grouped by their constant (EQUALS_MATCH) guards: one group per code path (expert index)."""
-    return collections.Counter(
-        tuple(sorted((g.name(), repr(g.expected)) for g in e.guards if g.kind == "EQUALS_MATCH")) for e in entries)
+    """Cache entries grouped by code path, as ``recompile_limit`` counts them for a resume function: their
+    constants (EQUALS_MATCH), iterator lengths and tensors' requires_grad ([Note: recompile limit per code path])."""
+    def path(e):
+        key = [(g.name(), repr(g.expected)) for g in e.guards if g.kind in ("EQUALS_MATCH", "TUPLE_ITERATOR_LEN")]
+        key += [(g.name(), g.expected.requires_grad) for g in e.guards if g.kind == "TENSOR_MATCH"]
+        return tuple(sorted(key))
+    return collections.Counter(path(e) for e in entries)
 
 
 @pytest.mark.parametrize("mode", ["eval", "train"])
@@ -218,15 +222,16 @@ def test_dynamic_moe_compiles_each_code_path_a_bounded_number_of_times(mode):
     assert not counters["eager_fallback"], counters["eager_fallback"]  # in particular never "recompile_limit"
     per_path = max(max(_paths(entries).values()) for entries in cache.values())
     assert per_path < config.recompile_limit
-    # 47 cache entries (42 of them with a graph) on this input stream; dynamic=False needs a cache entry per
-    # (expert, token count) and falls back to eager at recompile_limit instead
-    assert cnt.frame_count <= sum(len(v) for v in cache.values()) <= 60
+    # 18 cache entries (16 of them with a graph) on this input stream, 17-19 over seeds 0-3: the experts share
+    # their entries ([Note: a module list indexed by a symbolic int]); before that it was 47, one set per expert.
+    # dynamic=False needs a cache entry per (expert, token count) and falls back to eager at recompile_limit instead
+    assert cnt.frame_count <= sum(len(v) for v in cache.values()) <= 24
 
 
 def test_moe_with_the_reference_routing_trains_without_recompile_limit_fallbacks():
-    """32 experts, top-4, capacity 4 (the reference routing, narrow layers): one loop resume function gets a
-    cache entry per (expert, code path), about 80 after a few steps -- under ``accumulated_recompile_limit`` (256,
-    upstream's value), which at 64 sent it back to eager after 6 steps."""
+    """32 experts, top-4, capacity 4 (the reference routing, narrow layers).  The loop's resume function once had
+    a cache entry per (expert, code path), about 80 after a few steps; the experts now share theirs (the index is
+    a symbol: [Note: a module list indexed by a symbolic int]), so it has one per code path, 9 here."""
     from minidynamo.examples.moe import MoE
     torch.manual_seed(0)
     model = MoE(16, 32, 4, 4, 32, 16)
@@ -240,4 +245,4 @@ def test_moe_with_the_reference_routing_trains_without_recompile_limit_fallbacks
         (out.square().mean() + 0.01 * aux).backward()
     assert not counters["eager_fallback"], counters["eager_fallback"]
     biggest = max(len(v) for v in compiled._ctx.cache.values())
-    assert 64 < biggest <= config.accumulated_recompile_limit
+    assert biggest <= 12
