@@ -280,7 +280,11 @@ class GuardManager:
         index, tried on every iteration (see also [Note: cache entries indexed by a constant]):
         ``L['expert_idx'] == 3`` must decide before anything else is looked at.  So the EQUALS_MATCH of a frame
         input (a local, or a resumed loop's next item) comes first, even before the ambient state (grad mode,
-        autocast: the same for every entry, so it never tells them apart).  Then shallow sources first and, at
+        autocast: the same for every entry, so it never tells them apart).  Next come the ShapeEnv's relations
+        (``5 <= L['expert_samples'].size()[0]``): the entries of a symbolic loop body differ by them (0 rows, 1,
+        2..4, 5+), and a size read is cheap.  Evaluated before the TENSOR_MATCH that checks the value is a tensor
+        at all, a relation on something else raises, and a guard that raises has failed: order never changes
+        the verdict, only how soon it comes.  Then shallow sources first and, at
         each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such
         as ``L['self']._modules['experts']._modules['3']`` that several guards read is evaluated once,
         into a local, just before the first guard that needs it.
@@ -355,10 +359,12 @@ def _guard_rank(g: Guard) -> tuple[int, int]:
     """Sort key of a guard in the check function (see [Note: guard order and shared prefixes])."""
     if g.kind == "EQUALS_MATCH" and is_frame_input(g.source):
         return (-2, 0)  # L['expert_idx'] == 3: what tells the entries of a loop's resume function apart
+    if g.kind == "SHAPE_ENV":
+        return (-2, 1)  # 2 <= L['rows'].size()[0] <= 4: what tells a symbolic entry's cases apart, and cheap
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
-    if g.kind in ("SHAPE_ENV", "NO_TENSOR_ALIASING"):
-        return (1 << 20, 0)  # relations between several inputs: after each input's own guards
+    if g.kind == "NO_TENSOR_ALIASING":
+        return (1 << 20, 0)  # a relation between several inputs: after each input's own guards
     return (_depth(g.source), 0 if g.kind in _EXACT_KINDS else 1)
 
 

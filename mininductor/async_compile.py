@@ -25,8 +25,8 @@ Threads, not processes: most of a compile runs in MLIR/LLVM and in ``ptxas`` (a 
 thread pool overlaps them with no pickling of kernels.  Upstream Inductor uses a pool of worker processes
 (``compile_worker/subproc_pool.py``), which also overlaps the Python parts; it is started ahead of time, since a
 process pool costs seconds to start.  ``config.compile_threads`` sets the pool size (1: compile at first launch, as
-before).  Left out: symbolic-size kernels (their ints are only known per call), and the CPU, where Triton's
-interpreter has nothing to compile.
+before).  A symbolic-size kernel is compiled for the sizes of the call it was traced for.  Left out: the CPU, where
+Triton's interpreter has nothing to compile.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import sympy
 import torch
 
 from . import config
@@ -64,13 +65,17 @@ def pool() -> ThreadPoolExecutor:
 
 def kernel_signature(kernel: Any, graph: Any) -> list | None:
     """What ``kernel``'s launcher is called with, as ``warmup`` takes it: each buffer as its dtype, then the
-    sizes.  None for a symbolic kernel (its sizes are only known per call)."""
-    if kernel.size_args():
-        return None
+    sizes.  A symbolic kernel's sizes are those of the call it was traced for (``graph.size_hints``): the variant
+    Triton compiles for them serves every size with the same specialization key (divisible by 16 or not, equal
+    to 1 or not); another size compiles its own variant at launch.  None where a size has no hint."""
     numels = [kernel.numel] + ([kernel.rnumel] if kernel.kind != "poi" else [])
-    if any(is_symbolic(n) for n in numels):
+    sizes = sorted(kernel.size_vars, key=str) + numels
+    hints = getattr(graph, "size_hints", None) or {}
+    try:
+        ints = [int(sympy.sympify(n).subs(hints)) if is_symbolic(n) else int(n) for n in sizes]
+    except (TypeError, ValueError):  # a symbol without a hint
         return None
-    return [graph.get_buffer(name).get_dtype() for name in kernel.call_args()] + [int(n) for n in numels]
+    return [graph.get_buffer(name).get_dtype() for name in kernel.call_args()] + ints
 
 
 def precompile(module: Any, signatures: dict[str, list], wait: bool = True,

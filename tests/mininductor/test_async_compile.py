@@ -76,6 +76,33 @@ def test_signatures_are_what_the_first_launch_passes(monkeypatch):
     assert launched and seen == launched
 
 
+def test_a_symbolic_kernel_is_warmed_up_for_the_sizes_it_was_traced_for(monkeypatch):
+    """A symbolic-size graph's kernels take the sizes as ints: precompiled with the traced call's sizes, the
+    signature is what that call's first launch passes (so the launch finds the variant compiled)."""
+    import minidynamo
+    seen, launched = {}, {}
+
+    def capture(module, kernels, graph, device, timed):
+        seen.update(async_compile.signatures_of(kernels, graph))
+
+    monkeypatch.setattr(async_compile, "maybe_precompile", capture)
+    run = runtime.KernelLauncher.run
+
+    def record(self, *args):
+        launched.setdefault(self.fn.__name__, [a.dtype if isinstance(a, torch.Tensor) else a for a in args])
+        return run(self, *args)
+
+    monkeypatch.setattr(runtime.KernelLauncher, "run", record)
+    metrics.reset()
+    minidynamo.reset()
+    compiled = minidynamo.minicompile(lambda x: (x.sin() * 2).sum(-1), dynamic=True)
+    x = torch.randn(5, 24)
+    assert_same(compiled(x), (x.sin() * 2).sum(-1), 1e-5, 1e-5)
+    assert metrics.symbolic_compiles == 1
+    assert launched and seen == launched
+    assert any(5 in sig and 24 in sig for sig in seen.values())  # the sizes, read from the traced call
+
+
 def test_cpu_graphs_and_one_thread_compile_nothing_ahead(monkeypatch):
     calls = []
     monkeypatch.setattr(async_compile, "precompile", lambda *a, **k: calls.append(a))
