@@ -54,9 +54,9 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
     Restart on failure: if tracing fails at an instruction of this frame where a graph break is possible, the
     translation starts again and, at that instruction, compiles the graph so far and breaks there.
 
-    [Note: break hints]  A resume function of a loop body is translated again for every iteration it recompiles
-    for (``expert_idx == 3``), and each time the first attempt failed where the last one did: a third of the
-    tutorial MoE's first call.  So a resume function that broke at an instruction starts its next translation with
+    [Note: break hints]  A resume function of a loop body is translated again for every case it recompiles for
+    (the loop index while it is a constant, another row count), and each time the first attempt failed where the
+    last one did: a third of the tutorial MoE's first call, when it still compiled once per expert.  So a resume function that broke at an instruction starts its next translation with
     the break there; should that attempt fail elsewhere, the usual restart follows.  (A break the new values would
     not have needed would cost speed, never correctness.)  User functions keep upstream's restart.
     """

@@ -276,9 +276,9 @@ class GuardManager:
         """The check function's source: cheap, discriminating guards first; shared source prefixes read once.
 
         [Note: guard order and shared prefixes]  A cache lookup runs the check of every entry until one passes,
-        so a failing check must fail fast.  The resume function of a loop over experts has one entry per expert
-        index, tried on every iteration (see also [Note: cache entries indexed by a constant]):
-        ``L['expert_idx'] == 3`` must decide before anything else is looked at.  So the EQUALS_MATCH of a frame
+        so a failing check must fail fast.  The resume function of a loop over a Python list of settings can
+        have one entry per loop index, tried on every iteration (see also [Note: cache entries indexed by a
+        constant]): ``L['i'] == 3`` must decide before anything else is looked at.  So the EQUALS_MATCH of a frame
         input (a local, or a resumed loop's next item) comes first, even before the ambient state (grad mode,
         autocast: the same for every entry, so it never tells them apart).  Next come the ShapeEnv's relations
         (``5 <= L['expert_samples'].size()[0]``): the entries of a symbolic loop body differ by them (0 rows, 1,
