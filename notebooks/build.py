@@ -633,6 +633,22 @@ y_ref, aux_ref = model(x)
 torch.testing.assert_close(y, y_ref); torch.testing.assert_close(aux, aux_ref)
 print("forward matches eager;", metrics.generated_kernel_count, "Triton kernels generated")"""),
         md("""
+## Every expert, one cache entry
+
+The loop resumes once per expert with `expert_idx` as an argument. Once that int has changed it is a symbol, and
+`self.experts[expert_idx]` is read *at run time* instead of being specialised: the guards check whichever expert
+the call reads (its type, its parameters' shapes), and its parameters are graph inputs read through it. So the
+experts share a few cache entries, one per code path (the loop index while still a constant, the row-count cases,
+the loop's end), not one per expert ([Note: a module list indexed by a symbolic int]; upstream recompiles per
+expert here)."""),
+        code("""
+loop_code, entries = max(compiled._ctx.cache.items(), key=lambda kv: len(kv[1]))
+print(loop_code.co_name, "has", len(entries), "cache entries for", model.num_experts, "experts")
+shared = next(e for e in entries if any("[L['expert_idx']]" in g.name() for g in e.guards))
+for g in shared.guards:
+    if g.kind == "TENSOR_MATCH" and "[L['expert_idx']]" in g.name():
+        print(" ", g.name().replace("L['self']._modules['experts']", "experts"), g.describe_expected())"""),
+        md("""
 ## One expert, compiled
 
 After the routing, each expert runs as one frame: the loop resumes after the data-dependent `x[mask]` lookups
