@@ -6,12 +6,17 @@ For each case it checks minicompile against eager, then times all three with ``t
 (median of CUDA-event timings) and prints ms, GB/s (bytes = each input read once + each output written once),
 the % of the measured device-to-device copy bandwidth, and the ratio torch.compile ms / minicompile ms
 (> 1: minicompile is faster). Results are recorded in docs/benchmarks.md.
+
+``--rounds N`` (default 5) times the three in turn N times and reports each one's median over the rounds, with the
+lowest and highest per-round ratio: the spread says how much of a 1-2% difference is noise (clock and thermal
+drift between two back-to-back timings of the *same* kernel are of that order on an H200).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -71,9 +76,20 @@ def nbytes(args, out) -> int:
     return sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
 
 
-def bench(fn, args) -> float:
+def bench(fn, args, rep: int = 300) -> float:
     from triton.testing import do_bench
-    return do_bench(lambda: fn(*args), warmup=50, rep=300, return_mode="median")
+    return do_bench(lambda: fn(*args), warmup=50, rep=rep, return_mode="median")
+
+
+def bench_rounds(fns: dict, args, rounds: int) -> tuple[dict, tuple[float, float]]:
+    """Median ms of each function over ``rounds`` interleaved rounds, and the (min, max) per-round ratio
+    torch.compile / minicompile."""
+    per_round = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            per_round[k].append(bench(f, args, rep=max(50, 300 // rounds)))
+    ratios = [t / m for t, m in zip(per_round["torch.compile"], per_round["minicompile"])]
+    return {k: statistics.median(v) for k, v in per_round.items()}, (min(ratios), max(ratios))
 
 
 def copy_bandwidth() -> float:
@@ -89,6 +105,7 @@ def main() -> None:
     parser.add_argument("--mode", default="default")
     parser.add_argument("--only", default=None, help="substring of case names to run")
     parser.add_argument("--no-modes", action="store_true", help="skip the small-graph mode comparison")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds per case")
     opts = parser.parse_args()
     mininductor.config.mode = opts.mode
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -107,7 +124,8 @@ def main() -> None:
             tol = 2e-2 if expected.dtype == torch.bfloat16 else 1e-4
             ok = torch.allclose(got.float(), expected.float(), atol=tol, rtol=tol)
             inductor(*args)
-            times = {k: bench(f, args) for k, f in (("eager", fn), ("torch.compile", inductor), ("minicompile", mini))}
+            times, spread = bench_rounds({"eager": fn, "torch.compile": inductor, "minicompile": mini}, args,
+                                         opts.rounds)
             # checked again after timing: later calls take the direct launch path (runtime.DirectLauncher)
             ok = ok and torch.allclose(mini(*args).float(), expected.float(), atol=tol, rtol=tol)
         b = nbytes(args, expected)
@@ -116,18 +134,19 @@ def main() -> None:
             row[f"{k} GB/s"] = b / v / 1e6
             row[f"{k} %copy"] = 100 * b / v / 1e6 / copy_gbs
         row["ratio vs torch.compile"] = times["torch.compile"] / times["minicompile"]
+        row["ratio spread"] = spread
         rows.append(row)
         print(f"{name:28s} {'ok ' if ok else 'BAD'} eager {times['eager']:.3f} ms | torch.compile "
               f"{times['torch.compile']:.3f} ms ({row['torch.compile %copy']:.0f}%) | minicompile "
               f"{times['minicompile']:.3f} ms ({row['minicompile GB/s']:.0f} GB/s, {row['minicompile %copy']:.0f}%)"
-              f" | x{row['ratio vs torch.compile']:.2f}", flush=True)
+              f" | x{row['ratio vs torch.compile']:.2f} ({spread[0]:.2f}-{spread[1]:.2f})", flush=True)
     print("\n| case | ok | eager ms | torch.compile ms | minicompile ms | minicompile GB/s | % of copy | "
-          "vs torch.compile |")
+          "vs torch.compile (rounds' range) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['case']} | {'yes' if r['ok'] else 'NO'} | {r['eager ms']:.3f} | {r['torch.compile ms']:.3f} | "
               f"{r['minicompile ms']:.3f} | {r['minicompile GB/s']:.0f} | {r['minicompile %copy']:.0f}% | "
-              f"{r['ratio vs torch.compile']:.2f}x |")
+              f"{r['ratio vs torch.compile']:.2f}x ({r['ratio spread'][0]:.2f}-{r['ratio spread'][1]:.2f}) |")
     modes = {} if opts.no_modes else check_modes()
     if opts.out:
         with open(opts.out, "w") as f:
