@@ -100,8 +100,9 @@ def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list,
         launcher = getattr(module, name, None)
         if signature is None or launcher is None or getattr(launcher, "interpret", True):
             continue
-        for cfg in launcher.configs:
-            yield launcher, signature, cfg
+        for candidate in getattr(launcher, "candidates", [launcher]):  # a ReductionKindChoice: both kernels
+            for cfg in candidate.configs:
+                yield candidate, signature, cfg
 
 
 def _prepare(launchers: Iterable[Any]) -> None:

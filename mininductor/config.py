@@ -21,6 +21,9 @@ realize_ops_threshold: int = 60
 
 # Largest reduction row kept in registers on the GPU (a "persistent" reduction); longer rows loop.
 persistent_reduction_max: int = 16384
+# On the GPU, a persistent reduction over rows at least this long also gets a looped twin, and the first call
+# times both and keeps the faster ([Note: persistent or looped] in runtime.py); None: never.
+reduction_kind_autotune_min: int | None = 4096
 
 # Split reductions: at most this many outputs, each reducing at least this many elements, become two kernels
 # (partials over many programs, then the partials) -- else x.sum() of 2^26 elements runs on one program.

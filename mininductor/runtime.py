@@ -295,6 +295,45 @@ class KernelLauncher:
         return best
 
 
+class ReductionKindChoice:
+    """``choice.run(*args)``: a persistent reduction and its looped twin; the first call keeps the faster.
+
+    [Note: persistent or looped]  A persistent reduction keeps a whole row in registers and reads it once; a looped
+    one walks the row in chunks and reads it again per pass (from L2, which still holds it).  Which is faster
+    depends on the row and the chip in ways no fixed rule captured: on an H200, 8192 fp32 columns (32 KB rows) ran
+    faster looped for softmax, layer_norm and RMSNorm, while 16384 fp32 columns and 8192 bf16 columns ran faster
+    persistent (docs/benchmarks.md).  So, like Inductor, which adds a whole-row block to a looped reduction's
+    autotuning candidates, we time both: each launcher first picks its own best config, then the two are timed and
+    the loser is never launched again.  The twin only exists where timing is harmless (the kernel writes only its
+    own outputs) and the rows are long (``config.reduction_kind_autotune_min``); see ``_looped_twin`` in
+    codegen/wrapper.py.
+    """
+
+    def __init__(self, persistent: KernelLauncher, looped: KernelLauncher) -> None:
+        self.candidates = [persistent, looped]
+        self.chosen: KernelLauncher | None = None
+        self.interpret = persistent.interpret
+
+    def run(self, *args) -> None:
+        if self.chosen is None:
+            self.chosen = self._choose(args)
+        self.chosen.run(*args)
+
+    def _choose(self, args) -> KernelLauncher:
+        best, best_ms = self.candidates[0], float("inf")
+        for launcher in self.candidates:
+            try:
+                launcher.run(*args)  # compiles, and picks the launcher's own config
+                ms = _bench(lambda launcher=launcher: launcher.run(*args))
+            except Exception as e:  # noqa: BLE001  (a variant that does not compile: the other one runs)
+                warnings.warn(f"mininductor: skipping the {launcher.kind} variant of {launcher.fn}: "
+                              f"{type(e).__name__}")
+                continue
+            if ms < best_ms:
+                best, best_ms = launcher, ms
+        return best
+
+
 class DirectLauncher:
     """Launch an already compiled Triton kernel through its binary's launcher.
 

@@ -83,13 +83,14 @@ class _Store:
 
 
 class TritonKernel(ReductionCodegenMixin):
-    def __init__(self, fused: FusedSchedulerNode, internal: set[str], device: torch.device, index: int) -> None:
+    def __init__(self, fused: FusedSchedulerNode, internal: set[str], device: torch.device, index: int,
+                 kind: str | None = None) -> None:
         self.fused, self.internal, self.device = fused, internal, device
         self.numel, self.rnumel = fused.group()
         self.size_vars: set[sympy.Symbol] = set()  # size symbols the index math uses: int arguments (``s77``)
         self.interpret = device.type != "cuda"
         self.hint = self._reduction_hint()
-        self.kind = self._choose_kind()
+        self.kind = kind or self._choose_kind()  # kind: the looped twin of a persistent kernel (wrapper.py)
         if self.kind == "poi" and (not self.interpret or config.tile_in_interpreter):
             tiling = self._choose_tiling()
             if tiling is not None:
