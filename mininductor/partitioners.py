@@ -14,6 +14,9 @@ matmul's output is right (recomputing it costs a matmul); saving both ``h`` and 
 - ``min_cut_rematerialization_partition`` ([Note: min-cut]) picks the set of saved tensors with the fewest bytes
   such that everything else the backward needs is recomputable from them by cheap ops (pointwise ops, views, fills).
 
+With symbolic sizes (dynamic shapes) a size is never saved: the backward reads it again off the shape of one of
+its inputs ([Note: sizes in the backward]).
+
 Tiny example (a Linear -> GELU -> Linear MLP): the default partition saves ``addmm`` *and* ``gelu(addmm)``; the
 min-cut partition saves only ``addmm`` and recomputes the GELU in the backward graph.
 
@@ -145,6 +148,8 @@ SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, 
 
 def _size_from_inputs(graph: torch.fx.Graph, n: Node, inputs: list[Node], env: dict) -> Node:
     """``n``, a size query on a value the graph lacks, as ``sym_size``/``sym_numel`` of one of its inputs."""
+    if not is_sym_node(n):  # a static size: the number itself
+        return n.meta["val"]
     found = _find_size(n.meta["val"].node.expr, inputs)
     if found is None:
         raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved tensor "
@@ -177,7 +182,7 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
     rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
     needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
     carriers: list[Node] = []
-    for n in _sorted(joint, needed & rebuilt):
+    for n in _sorted(joint, {n for n in needed & rebuilt if is_sym_node(n)}):
         expr = n.meta["val"].node.expr
         if _find_size(expr, inputs + carriers) is None:
             found = _find_size(expr, sorted(primals, key=size_of))  # the smallest primal that has it
