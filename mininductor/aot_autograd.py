@@ -31,7 +31,10 @@ Tiny example::
     compiled(x, w)[0].sum().backward()  # runs the partitioned backward graph; w.grad matches eager
     print(compiled.aot_graphs)          # forward and backward ATen graphs, bytes saved for backward
 
-Left out (compared with upstream): dynamic shapes, tensor subclasses, double backward, RNG functionalization,
+Dynamic shapes: ``aot_module(..., dynamic=True)`` traces on Dynamo's own fake inputs, whose sizes are symbols
+([Note: dynamic shapes in AOTAutograd]).
+
+Left out (compared with upstream): tensor subclasses, double backward, RNG functionalization,
 aliasing between outputs and inputs (outputs are returned as computed, never re-made as views), metadata mutations
 of inputs (``t_()``, ``resize_``) which raise. Mirrors ``torch/_functorch/aot_autograd.py`` and
 ``torch/_functorch/_aot_autograd/`` (collect_metadata_analysis, graph_capture_wrappers, runtime_wrappers).
@@ -435,20 +438,27 @@ def _lift_parameters(gm: torch.nn.Module) -> tuple[Callable, list]:
 
 
 def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Compiler, bw_compiler: Compiler | None = None,
-               decompositions: dict | None = None, partition_fn: Callable | None = None) -> Callable:
-    """Compile ``gm`` ahead of time for inference or training; see the module docstring for the pipeline."""
+               decompositions: dict | None = None, partition_fn: Callable | None = None, *,
+               dynamic: bool = False) -> Callable:
+    """Compile ``gm`` ahead of time for inference or training; see the module docstring for the pipeline.
+
+    ``dynamic=True``: ``example_inputs`` are ``gm``'s fake inputs with symbolic sizes, and the graphs handed to the
+    compilers keep those symbols ([Note: dynamic shapes in AOTAutograd])."""
     bw_compiler = bw_compiler or fw_compiler
     decompositions = default_decompositions() if decompositions is None else decompositions
     partition_fn = partition_fn or partitioners.min_cut_rematerialization_partition
-    _check_static(example_inputs)
     fn, lifted = _lift_parameters(gm)
-    fake_mode, fake_args = _fake_inputs(lifted + list(example_inputs))
+    if dynamic:
+        fake_mode, fake_args = _symbolic_fake_inputs(lifted, example_inputs)
+    else:
+        _check_static(example_inputs)
+        fake_mode, fake_args = _fake_inputs(lifted + list(example_inputs))
     with _allow_real_constants(fake_mode):
         with fake_mode:
             meta = collect_metadata(fn, fake_args)
         if torch.is_grad_enabled() and any(meta.fw_output_requires_grad):
             compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
-                                             decompositions, partition_fn)
+                                             decompositions, partition_fn, compile_bw_now=dynamic)
         else:
             compiled, graphs = _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions)
     if (directory := _debug_dir()) is not None:
@@ -457,6 +467,30 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
         compiled = _prepend(compiled, lifted)
     compiled.aot_graphs = graphs
     return compiled
+
+
+# [Note: dynamic shapes in AOTAutograd]
+# A graph Dynamo captured with dynamic shapes comes with fake inputs whose sizes are ``SymInt``s of Dynamo's
+# ``ShapeEnv`` (``s0`` rows). Tracing on *those* fakes (not on static copies) makes every graph symbolic: the joint
+# graph's forward and backward ops take ``s0``, the tangents are made ``empty_like`` the symbolic outputs, and an
+# op that must decide something about a size (``s0 == 1``?) asks the ShapeEnv, which answers from what Dynamo's
+# guards imply or else adds a guard -- the caller refuses a trace that added one (specialize.py: never a wrong
+# answer). Three things differ from the static path:
+#   1. the fakes are used as they are (detached: autograd history of Dynamo's tracing is not ours), parameters
+#      of ``gm`` itself get static fakes in the same mode;
+#   2. the partitioner re-reads every size the backward needs from the shape of a saved tensor or tangent
+#      ([Note: sizes in the backward] in partitioners.py), or refuses;
+#   3. the backward is compiled at once, not at the first ``backward()``: a refusal must come before the graph
+#      first runs, while the caller can still compile per shape instead.
+def _symbolic_fake_inputs(lifted: list, example_inputs: list) -> tuple[FakeTensorMode, list]:
+    """Dynamo's fake inputs, detached (requires_grad kept), after static fakes of ``gm``'s own parameters."""
+    modes = {a.fake_mode for a in example_inputs if isinstance(a, FakeTensor)}
+    if len(modes) != 1 or not all(isinstance(a, FakeTensor) for a in example_inputs):
+        raise NotImplementedError("dynamic=True needs fake tensor inputs of one FakeTensorMode")
+    mode = modes.pop()
+    with mode:
+        fakes = [a.detach().requires_grad_(a.requires_grad) for a in example_inputs]
+    return mode, [mode.from_tensor(p, static_shapes=True) for p in lifted] + fakes
 
 
 def _check_static(example_inputs: list) -> None:
@@ -486,7 +520,8 @@ def _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions) 
     return make_inference_runtime(compiled_fw, meta), graphs
 
 
-def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, decompositions, partition_fn) -> tuple:
+def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, decompositions, partition_fn,
+                  compile_bw_now: bool = False) -> tuple:
     with fake_mode:
         joint = trace_joint(fn, meta, fake_args, decompositions)
     fw_gm, bw_gm = partition_fn(joint, fake_args, num_fwd_outputs=meta.num_fw_outputs)
@@ -502,6 +537,8 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
                 graphs.write_output_code(directory)
         return graphs.compiled_bw
 
+    if compile_bw_now:  # ([Note: dynamic shapes in AOTAutograd], 3.)
+        compile_bw()
     grads = list(joint.graph.find_nodes(op="output")[0].args[0])[meta.num_fw_outputs:]
     return make_autograd_runtime(graphs.compiled_fw, compile_bw, meta, [g is not None for g in grads]), graphs
 

@@ -115,30 +115,44 @@ def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None, shap
     return graph, source, module
 
 
-def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> CompiledGraph:
+def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """One compile for every size of a symbolic-size graph from minidynamo (see specialize.py).
 
     The graph is traced to ATen on its own fake inputs (``meta['example_value']``: ``SymInt`` sizes in
     minidynamo's ``ShapeEnv``), so ATen nodes carry ``s77``; the IR keeps sympy sizes, kernels take sizes as
-    int arguments and ``call`` reads them from the inputs' shapes. Raises ``NotImplementedError`` (with the
-    reason) for what it cannot do symbolically; the caller then compiles per shape."""
+    int arguments and ``call`` reads them from the inputs' shapes. Training (grad mode, an input that requires
+    grad) traces AOTAutograd's joint graph the same way and compiles its forward and backward symbolically
+    ([Note: dynamic shapes in AOTAutograd]). Raises ``NotImplementedError`` (with the reason) for what it cannot
+    do symbolically -- in particular when tracing added a guard on a size; the caller then compiles per shape."""
     if any(not isinstance(x, torch.Tensor) for x in example_inputs):
         raise NotImplementedError("int inputs (their value would be a kernel argument too)")
-    if torch.is_grad_enabled() and any(x.requires_grad for x in example_inputs):
-        raise NotImplementedError("training (AOTAutograd's symbolic joint graph)")
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
     if len(fakes) != len(example_inputs) or not all(isinstance(f, torch.Tensor) for f in fakes):
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    with metrics.timed("aot"):
-        aten_gm, _ = trace_inference(gm, fakes)
+    if torch.is_grad_enabled() and any(x.requires_grad for x in example_inputs):  # training
+        from .aot_autograd import aot_module
+        compiler = _symbolic_compiler(shape_env)
+        with metrics.timed("aot"):  # the compiles it calls back are timed on their own
+            compiled = aot_module(gm, fakes, fw_compiler=compiler, decompositions=select_decomp_table(), dynamic=True)
+    else:
+        with metrics.timed("aot"):
+            aten_gm, _ = trace_inference(gm, fakes)
+        compiled = _symbolic_compiler(shape_env)(aten_gm, fakes)
     if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
-    hints = {sym: int(val) for sym, val in _backed_values(shape_env).items()}
-    graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints, shape_env=shape_env)
-    return _compiled_graph(aten_gm, fakes, graph, source, module)
+    return compiled
+
+
+def _symbolic_compiler(shape_env) -> Callable:
+    """``compile(aten_gm, fakes) -> CompiledGraph``: the pipeline with sympy sizes (hints: the example sizes)."""
+    def compile_symbolic_graph(aten_gm: torch.fx.GraphModule, fakes: list) -> CompiledGraph:
+        hints = {sym: int(val) for sym, val in _backed_values(shape_env).items()}
+        graph, source, module = _compile_graph(aten_gm, fakes, size_hints=hints, shape_env=shape_env)
+        return _compiled_graph(aten_gm, fakes, graph, source, module)
+    return compile_symbolic_graph
 
 
 def _backed_values(shape_env) -> dict:

@@ -47,7 +47,40 @@ def _table() -> dict:
     for packet in _KEEP:
         for name in packet.overloads():
             table.pop(getattr(packet, name), None)
+    table[aten.slice_scatter.default] = slice_scatter
     return table
+
+
+def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
+    """``input`` with ``src`` written into ``input[start:end:step]`` along ``dim``, as a ``where`` over a mask.
+
+    Upstream's decomposition, except that it decides its shortcuts (a slice that covers the whole dim is a plain
+    copy; a bound at the edge needs no mask) only when they are statically known: with a symbolic dim size
+    (``slice_backward`` of ``w[:4]`` with ``w``'s ``s8`` rows) asking ``s8 == 4`` would add a guard, and the
+    symbolic compile would refuse (specialize.py). Masking a bound that happens to be the edge is still right."""
+    from torch._decomp.decompositions import _normalize_start_end
+    from torch._prims_common import canonicalize_dim
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+    dim = canonicalize_dim(input.ndim, dim)
+    dim_size = input.shape[dim]
+    start, end = _normalize_start_end(input, dim, start, end)
+    src_size = list(input.shape)
+    src_size[dim] = (end - start + (step - 1)) // step
+    src = src.expand(src_size)
+    if known(start == 0) and known(end == dim_size) and step == 1:
+        return src.clone()
+    idx = torch.arange(dim_size, device=input.device)
+    indices: list = [None] * input.dim()
+    indices[dim] = (idx - start) // step
+    mask = torch.ones(dim_size, device=input.device, dtype=torch.bool)
+    if not known(start == 0):
+        mask = torch.logical_and(mask, idx >= start)
+    if not known(end == dim_size):
+        mask = torch.logical_and(mask, idx < end)
+    if step != 1:
+        mask = torch.logical_and(mask, (idx - start) % step == 0)
+    mask = mask.view([-1 if d == dim else 1 for d in range(input.dim())])
+    return aten.where(mask, aten._unsafe_masked_index(src, mask, indices, 0), input)
 
 
 def select_decomp_table() -> dict:

@@ -14,6 +14,9 @@ matmul's output is right (recomputing it costs a matmul); saving both ``h`` and 
 - ``min_cut_rematerialization_partition`` ([Note: min-cut]) picks the set of saved tensors with the fewest bytes
   such that everything else the backward needs is recomputable from them by cheap ops (pointwise ops, views, fills).
 
+With symbolic sizes (dynamic shapes) a size is never saved: the backward reads it again off the shape of one of
+its inputs ([Note: sizes in the backward]).
+
 Tiny example (a Linear -> GELU -> Linear MLP): the default partition saves ``addmm`` *and* ``gelu(addmm)``; the
 min-cut partition saves only ``addmm`` and recomputes the GELU in the backward graph.
 
@@ -31,6 +34,7 @@ from collections.abc import Iterable
 import torch
 import torch.fx
 from torch.fx import Node
+from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 aten = torch.ops.aten
 
@@ -77,19 +81,31 @@ def _tangent_closure(gm: torch.fx.GraphModule) -> set[Node]:
 
 
 def size_of(n: Node) -> float:
-    """Bytes of the tensor ``n`` produces; inf for values that are not one tensor (they cannot be saved)."""
+    """Bytes of the tensor ``n`` produces; inf for values that are not one tensor (they cannot be saved).
+
+    A symbolic size counts with its example value (its *hint*): a cost model must not guard on sizes."""
     val = n.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return val.numel() * val.element_size()
+        return optimization_hint(val.numel(), fallback=4096) * val.element_size()
     return math.inf
+
+
+def is_sym_node(n: Node) -> bool:
+    """A node computing a size (``sym_size``, ``s0 * 16``) rather than a tensor: symbolic-size graphs only."""
+    return isinstance(n.meta.get("val"), (torch.SymInt, torch.SymBool, torch.SymFloat))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Building the two graphs once we know what is saved
 # ----------------------------------------------------------------------------------------------------------------
 def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> torch.fx.GraphModule:
-    """A new graph with ``inputs`` as placeholders that computes ``outputs``, copying the joint nodes it needs."""
-    needed = _ancestors(outputs, stop=set(inputs))
+    """A new graph with ``inputs`` as placeholders that computes ``outputs``, copying the joint nodes it needs.
+
+    A size query on a value the new graph cannot compute is asked of one of its inputs instead
+    ([Note: sizes in the backward])."""
+    available = _computable(joint, inputs)
+    rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
+    needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
     missing = [n for n in needed - set(inputs) if n.op == "placeholder"]
     assert not missing, f"partition bug: {[n.name for n in missing]} needed but not passed in"
     graph = torch.fx.Graph()
@@ -99,17 +115,94 @@ def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
         env[n].meta = dict(n.meta)
     for n in joint.graph.nodes:
         if n in needed and n not in env:
-            env[n] = graph.node_copy(n, lambda a: env[a])
+            env[n] = _size_from_inputs(graph, n, inputs, env) if n in rebuilt else graph.node_copy(n, env.__getitem__)
     graph.output(tuple(env[o] for o in outputs))
     return torch.fx.GraphModule(joint, graph)
+
+
+def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
+    """The joint nodes a graph taking ``inputs`` can compute: those that need no other placeholder."""
+    available = set(inputs)
+    for n in joint.graph.nodes:
+        if n.op != "placeholder" and all(i in available for i in n.all_input_nodes):
+            available.add(n)
+    return available
+
+
+# [Note: sizes in the backward]
+# In a graph with symbolic sizes (dynamic shapes) the joint graph computes sizes as nodes: ``sym_size(primals_1, 0)``
+# reads ``s0`` off an input, ``mul(sym_size, 16)`` makes ``16*s0``, and the views, expands and fills of both halves
+# take such nodes as arguments. The backward only receives the saved tensors and the tangents, so a size read off a
+# primal or off a forward value is out of its reach. Upstream's partitioner saves the SymInts the backward needs as
+# extra forward outputs, which the runtime stashes on ``ctx`` and passes to the backward as inputs. We do something
+# simpler: the backward asks its size query again of *one of its own inputs* whose shape holds the same expression
+# -- the rows of ``x`` are the rows of the saved activation and of the output's tangent too -- and the size
+# arithmetic above it is copied as it is. When no saved tensor or tangent holds the size, the smallest primal that
+# does is saved as well (``_size_carriers``: the caller's own tensor, so it costs no allocation; e.g. the gradient
+# of ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no primal has it either, the partition
+# raises ``NotImplementedError`` and the caller compiles per shape instead (specialize.py). Either way every symbol
+# of the backward is readable from the shape of a backward input, which is what the symbolic compile's ``call``
+# needs anyway. The min-cut never saves a size: size nodes have no edge in its flow network.
+SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
+
+
+def _size_from_inputs(graph: torch.fx.Graph, n: Node, inputs: list[Node], env: dict) -> Node:
+    """``n``, a size query on a value the graph lacks, as ``sym_size``/``sym_numel`` of one of its inputs."""
+    if not is_sym_node(n):  # a static size: the number itself
+        return n.meta["val"]
+    found = _find_size(n.meta["val"].node.expr, inputs)
+    if found is None:
+        raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved tensor "
+                                  "or tangent has in its shape ([Note: sizes in the backward])")
+    node, dim = found
+    query = (aten.sym_numel.default, (env[node],)) if dim is None else (aten.sym_size.int, (env[node], dim))
+    return _copy_meta(graph.call_function(*query), n)
+
+
+def _find_size(expr, candidates: list[Node]) -> tuple[Node, int | None] | None:
+    """``(node, dim)``: a candidate whose size ``dim`` is ``expr`` (dim None: its numel is); None if none is."""
+    for node in candidates:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for dim, size in enumerate(val.shape):
+            if isinstance(size, torch.SymInt) and size.node.expr == expr:  # sympy's equality: no guard
+                return node, dim
+        numel = val.numel()
+        if isinstance(numel, torch.SymInt) and numel.node.expr == expr:
+            return node, None
+    return None
+
+
+def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node], primals: list[Node]) -> list:
+    """Primals to save as well, for sizes the backward needs that no other input of it has in its shape.
+
+    A primal is the caller's own tensor: saving it keeps it alive until the backward but allocates nothing."""
+    available = _computable(joint, inputs)
+    rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
+    needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
+    carriers: list[Node] = []
+    for n in _sorted(joint, {n for n in needed & rebuilt if is_sym_node(n)}):
+        expr = n.meta["val"].node.expr
+        if _find_size(expr, inputs + carriers) is None:
+            found = _find_size(expr, sorted(primals, key=size_of))  # the smallest primal that has it
+            carriers += [found[0]] if found is not None else []
+    return carriers
+
+
+def _copy_meta(new: Node, old: Node) -> Node:
+    new.meta = dict(old.meta)
+    return new
 
 
 def _build(joint: torch.fx.GraphModule, num_fwd_outputs: int, saved: list[Node]) -> tuple:
     fw_outs, grads = _outputs(joint, num_fwd_outputs)
     primals = [n for n in joint.graph.nodes if _is_primal(n)]
     tangents = [n for n in joint.graph.nodes if _is_tangent(n)]
+    bw_outs = [g for g in grads if g is not None]
+    saved = _sorted(joint, saved + _size_carriers(joint, saved + tangents, bw_outs, primals))
     fw_gm = _extract_graph(joint, primals, list(fw_outs) + saved)
-    bw_gm = _extract_graph(joint, saved + tangents, [g for g in grads if g is not None])
+    bw_gm = _extract_graph(joint, saved + tangents, bw_outs)
     return fw_gm, bw_gm
 
 
@@ -124,7 +217,7 @@ def default_partition(joint: torch.fx.GraphModule, _joint_inputs=None, *, num_fw
     primals = {n for n in joint.graph.nodes if _is_primal(n)}
     fw_nodes = _ancestors(fw_outs) | primals
     bw_nodes = _ancestors([g for g in grads if g is not None], stop=fw_nodes) - fw_nodes
-    saved = {i for n in bw_nodes for i in n.all_input_nodes if i in fw_nodes}
+    saved = {i for n in bw_nodes for i in n.all_input_nodes if i in fw_nodes and not is_sym_node(i)}
     saved |= {g for g in grads if g in fw_nodes}  # a gradient that is a forward value (rare)
     saved = _expand_tuples(saved)
     return _build(joint, num_fwd_outputs, _sorted(joint, saved))
@@ -241,7 +334,7 @@ def min_cut_rematerialization_partition(joint: torch.fx.GraphModule, _joint_inpu
     needed = _ancestors([g for g in grads if g is not None]) | _ancestors(fw_outs)
     net = FlowNetwork()
     for n in joint.graph.nodes:
-        if n not in needed:
+        if n not in needed or is_sym_node(n):  # a size is asked again in the backward ([Note: sizes in the backward])
             continue
         if n in bw_only:
             net.add_edge((n, "in"), "sink", math.inf)
@@ -250,7 +343,7 @@ def min_cut_rematerialization_partition(joint: torch.fx.GraphModule, _joint_inpu
             net.add_edge("source", (n, "in"), math.inf)
         net.add_edge((n, "in"), (n, "out"), size_of(n))
         for user in n.users:
-            if user in needed:
+            if user in needed and not is_sym_node(user):
                 net.add_edge((n, "out"), (user, "in"), math.inf)
     for g in grads:  # a gradient that needs no tangent must still reach the backward: saved or recomputed
         if g is not None and g not in bw_only:

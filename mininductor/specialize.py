@@ -16,13 +16,18 @@ from the numels of each call (block sizes are chosen once, from the size hints):
         buf0 = empty_strided((s77, 16), (16, 1), device='cpu', dtype=torch.float32)
         triton_poi_fused_mul_relu_0.run(arg0_1, buf0, 16*s77)
 
-**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs, training
-(AOTAutograd), an op with no lowering (a ``FallbackKernel`` needs a static layout), size arithmetic other than
-``+ - *``, a reshape that is not a product of sizes, a scan over a symbolic dim, a size symbol not readable from
-an input's shape, or an ATen decomposition that guards on a size.  On a call it looks at the actual shapes (and
-int values); the first time it meets a shape it *specialises* the graph -- every size node and int input
-becomes a constant -- and compiles that static graph with the ordinary pipeline.  ``metrics.specialisations``
-counts those static compiles and ``metrics.symbolic_fallbacks`` says why each graph fell back.
+**Training** traces AOTAutograd's joint graph on the same fake inputs and compiles the partitioned forward and
+backward symbolically too (``aot_autograd``: [Note: dynamic shapes in AOTAutograd]); the backward reads its sizes
+off the shapes of the saved tensors and tangents (``partitioners``: [Note: sizes in the backward]).
+
+**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs, a size the
+backward cannot read off its inputs' shapes, an op with no lowering (a ``FallbackKernel`` needs a static layout),
+size arithmetic other than ``+ - *``, a reshape that is not a product of sizes, a scan over a symbolic dim, a
+size symbol not readable from an input's shape, or an ATen decomposition that guards on a size. On a call it
+looks at the actual shapes (and int values); the first time it meets a shape it *specialises* the graph -- every
+size node and int input becomes a constant -- and compiles that static graph with the ordinary pipeline.
+``metrics.specialisations`` counts those static compiles and ``metrics.symbolic_fallbacks`` says why each graph
+fell back.
 
     minidynamo graph (s0 = L['x'].size()[0])      specialised for x: [5, 3]        [7, 3]
         size = l_x.size(0)                    ->      (constant 5)         ->   (constant 7)
@@ -73,6 +78,11 @@ def shape_key(args: list) -> tuple:
         else (type(a), a) for a in args)
 
 
+def is_training(args) -> bool:
+    """Does a call with ``args`` build autograd history (grad mode, and an input that requires grad)?"""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+
 def compile_dynamic(gm: torch.fx.GraphModule, example_inputs: list, compile_static: Callable,
                     compile_symbolic: Callable | None = None) -> Callable:
     """The callable for a symbolic-size graph: ``compile_symbolic(gm, example_inputs)`` when it succeeds,
@@ -88,7 +98,7 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs: list, compile_stat
         _record_fallback(f"{type(e).__name__}: {e}")
         return per_shape
     metrics.symbolic_compiles += 1
-    return SymbolicCompiled(compiled, per_shape)
+    return SymbolicCompiled(compiled, per_shape, training=is_training(example_inputs))
 
 
 def _record_fallback(reason: str) -> None:
@@ -111,16 +121,16 @@ def _restore_metrics(saved: tuple) -> None:
 
 
 class SymbolicCompiled:
-    """``compiled(*args)``: one compiled graph for every size.  Calls the symbolic compile cannot serve -- grad
-    mode with inputs that require grad (training), or a call that fails -- go to the per-shape compiles."""
+    """``compiled(*args)``: one compiled graph for every size.  A training compile (forward and backward in an
+    ``autograd.Function``) serves every call; an inference compile sends training calls -- which need a backward
+    it lacks -- to the per-shape compiles, and so does a call that fails."""
 
-    def __init__(self, compiled: Callable, per_shape: PerShapeCompiled):
-        self.compiled, self.per_shape = compiled, per_shape
+    def __init__(self, compiled: Callable, per_shape: PerShapeCompiled, training: bool = False):
+        self.compiled, self.per_shape, self.training = compiled, per_shape, training
         self.broken = False
 
     def __call__(self, *args):
-        if self.broken or torch.is_grad_enabled() and any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        if self.broken or not self.training and is_training(args):
             return self.per_shape(*args)
         try:
             return self.compiled(*args)
