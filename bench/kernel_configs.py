@@ -31,14 +31,18 @@ VARIANTS = [dict(eviction_policies=False), dict(eviction_policies=True),
             dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=False)]
 
 
+STAGES = [None]  # software-pipelining stages of looped kernels tried (None: Triton's default); --stages widens it
+
+
 def wide_configs(kind: str, xnumel: int, rnumel: int) -> list[dict]:
     if kind == "per":
         r = runtime.next_power_of_2(rnumel)
         return [{"XBLOCK": xb, "RBLOCK": r, "num_warps": w} for xb in (1, 2, 4, 8, 16) for w in (2, 4, 8, 16, 32)
                 if xb * r <= 32768 and w * 32 <= xb * r and xnumel % xb == 0]
     if kind == "red":
-        return [{"XBLOCK": xb, "RBLOCK": rb, "num_warps": w} for xb in (1, 2, 4, 8) for rb in (512, 1024, 2048, 4096)
-                for w in (4, 8, 16) if xb * rb <= 16384 and xnumel % xb == 0 and rnumel % rb == 0]
+        return [{"XBLOCK": xb, "RBLOCK": rb, "num_warps": w, **({"num_stages": st} if st else {})}
+                for xb in (1, 2, 4, 8) for rb in (512, 1024, 2048, 4096) for w in (4, 8, 16) for st in STAGES
+                if xb * rb <= 16384 and xnumel % xb == 0 and rnumel % rb == 0]
     if kind == "tile":
         return [{"XBLOCK": a, "RBLOCK": b, "num_warps": w} for a in (16, 32, 64, 128, 256) for b in (16, 32, 64, 128)
                 for w in (2, 4, 8) if 512 <= a * b <= 16384]
@@ -91,7 +95,10 @@ def main() -> None:
     parser.add_argument("--only", default=None)
     parser.add_argument("--inductor-code", default=None)
     parser.add_argument("--variants", default=None, help="indices into VARIANTS, e.g. 0,1")
+    parser.add_argument("--stages", action="store_true", help="also try num_stages 1, 2, 3 on looped kernels")
     opts = parser.parse_args()
+    if opts.stages:
+        STAGES[:] = [None, 1, 2, 3]
     torch.backends.cuda.matmul.allow_tf32 = False
     copy_gbs = copy_bandwidth()
     original_run = runtime.KernelLauncher.run

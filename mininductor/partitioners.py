@@ -34,7 +34,6 @@ from collections.abc import Iterable
 import torch
 import torch.fx
 from torch.fx import Node
-from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 aten = torch.ops.aten
 
@@ -86,8 +85,17 @@ def size_of(n: Node) -> float:
     A symbolic size counts with its example value (its *hint*): a cost model must not guard on sizes."""
     val = n.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return optimization_hint(val.numel(), fallback=4096) * val.element_size()
+        return size_hint(val.numel()) * val.element_size()
     return math.inf
+
+
+def size_hint(n, fallback: int = 4096) -> int:
+    """An int, or a symbolic size's example value (``fallback`` for a size without one).  Read off the SymNode
+    rather than through ``optimization_hint``, which torch 2.11 (the GPU machine's) does not have."""
+    if isinstance(n, int):
+        return n
+    hint = getattr(n.node, "hint", None)
+    return int(hint) if hint is not None else fallback
 
 
 def is_sym_node(n: Node) -> bool:

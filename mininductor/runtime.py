@@ -319,19 +319,24 @@ class ReductionKindChoice:
             self.chosen = self._choose(args)
         self.chosen.run(*args)
 
-    def _choose(self, args) -> KernelLauncher:
-        best, best_ms = self.candidates[0], float("inf")
+    def _choose(self, args, rounds: int = 3) -> KernelLauncher:
+        """The faster variant: each one's median over ``rounds`` interleaved timings (the two are often within
+        1%, so one short timing each would pick by noise)."""
+        times: dict[int, list[float]] = {}
         for launcher in self.candidates:
             try:
                 launcher.run(*args)  # compiles, and picks the launcher's own config
-                ms = _bench(lambda launcher=launcher: launcher.run(*args))
+                times[id(launcher)] = []
             except Exception as e:  # noqa: BLE001  (a variant that does not compile: the other one runs)
                 warnings.warn(f"mininductor: skipping the {launcher.kind} variant of {launcher.fn}: "
                               f"{type(e).__name__}")
-                continue
-            if ms < best_ms:
-                best, best_ms = launcher, ms
-        return best
+        ready = [launcher for launcher in self.candidates if id(launcher) in times]
+        if len(ready) < 2:
+            return ready[0] if ready else self.candidates[0]
+        for _ in range(rounds):
+            for launcher in ready:
+                times[id(launcher)].append(_bench(lambda launcher=launcher: launcher.run(*args), reps=20))
+        return min(ready, key=lambda launcher: sorted(times[id(launcher)])[len(times[id(launcher)]) // 2])
 
 
 class DirectLauncher:

@@ -28,21 +28,21 @@ class _StandIn:
 def test_the_faster_variant_is_kept_and_the_other_never_runs_again(monkeypatch):
     persistent, looped = _StandIn("per", 0.135), _StandIn("red", 0.131)
     times = {id(persistent): persistent.ms, id(looped): looped.ms}
-    monkeypatch.setattr(runtime, "_bench", lambda fn: (fn(), times[id(fn.__defaults__[0])])[1])
+    monkeypatch.setattr(runtime, "_bench", lambda fn, reps=10: (fn(), times[id(fn.__defaults__[0])])[1])
     choice = runtime.ReductionKindChoice(persistent, looped)
     choice.run("args")
     assert choice.chosen is looped
     before = persistent.calls
     for _ in range(3):
         choice.run("args")
-    # each variant: a first run (compile, own config) and the timing; then the kept one runs the call itself and
-    # every later call
-    assert persistent.calls == before == 2 and looped.calls == 2 + 1 + 3
+    # each variant: a first run (compile, own config) and three timing rounds; then the kept one runs the call
+    # itself and every later call
+    assert persistent.calls == before == 4 and looped.calls == 4 + 1 + 3
 
 
 def test_a_variant_that_fails_to_compile_leaves_the_other(monkeypatch):
     persistent, looped = _StandIn("per", 0.2), _StandIn("red", 0.1, fail=True)
-    monkeypatch.setattr(runtime, "_bench", lambda fn: (fn(), 0.2)[1])
+    monkeypatch.setattr(runtime, "_bench", lambda fn, reps=10: (fn(), 0.2)[1])
     choice = runtime.ReductionKindChoice(persistent, looped)
     import warnings
     with warnings.catch_warnings(record=True) as caught:
