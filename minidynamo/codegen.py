@@ -27,6 +27,7 @@ class PyCodegen:
         self.f_globals = f_globals
         self.graph_outputs = graph_outputs or {}  # id(tracker) -> index in the graph's output tuple
         self.instructions: list[Instr] = []
+        self.source_locals: dict[str, str] = {}  # source name -> the local holding its value (load_graph_inputs)
 
     def __call__(self, vt: VariableTracker) -> None:
         """Push ``vt``'s value on the stack."""
@@ -55,6 +56,39 @@ class PyCodegen:
         name = f"___const_{type(value).__name__}_{id(value)}"
         self.f_globals[name] = value
         self.append(bt.create_load_global(name, push_null))
+
+    def load_source(self, source) -> None:
+        """Push ``source``'s value: from a local where ``load_graph_inputs`` saved it, else read it again."""
+        local = self.source_locals.get(source.name())
+        if local is not None:
+            self.append(Instr("LOAD_FAST", local))
+        else:
+            source.reconstruct(self)
+
+    def load_graph_inputs(self, sources: list) -> None:
+        """Push the compiled graph's inputs, reading each module a symbolic index selects only once.
+
+        [Note: one read of a module selected at run time]  ``experts[L['expert_idx']]`` is read through
+        ``ModuleList.__getitem__``, a Python function (~1 us), and an expert's four parameters all sit under it.
+        So a ``DynamicGetItemSource`` that several inputs share is read once into a local, and the inputs load it
+        from there (the guard function does the same for its checks: [Note: guard order and shared prefixes]).
+        Nothing runs between the reads, so they would all have returned the same object."""
+        from .source import DynamicGetItemSource
+        uses: dict[str, int] = {}
+        shared = {}
+        for source in sources:
+            prefix = source
+            while hasattr(prefix, "base"):
+                prefix = prefix.base
+                if isinstance(prefix, DynamicGetItemSource):
+                    uses[prefix.name()] = uses.get(prefix.name(), 0) + 1
+                    shared[prefix.name()] = prefix
+        for k, name in enumerate(n for n, count in uses.items() if count > 1):
+            self.load_source(shared[name])
+            self.store_local(f"___selected_{k}")
+            self.source_locals[name] = f"___selected_{k}"
+        for source in sources:
+            self.load_source(source)
 
     def load_local(self, name: str) -> None:
         if name in self.code.co_cellvars or name in self.code.co_freevars:

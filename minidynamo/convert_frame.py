@@ -239,8 +239,7 @@ def compile_and_return(tx, return_value: VariableTracker) -> list[Instr]:
     head = PyCodegen(tx, output.f_code, output.f_globals)
     if name is not None:
         head.load_global(name, push_null=True)
-        for source in sources:
-            source.reconstruct(head)
+        head.load_graph_inputs(sources)
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
     return head.instructions + tail.instructions
@@ -399,8 +398,7 @@ def compile_and_break(tx, inst) -> list:
     head = PyCodegen(tx, code, output.f_globals)
     if name is not None:
         head.load_global(name, push_null=True)
-        for source in sources:
-            source.reconstruct(head)
+        head.load_graph_inputs(sources)
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
     if inst.opname in JUMPS:

@@ -76,7 +76,7 @@ class AttrSource(Source):
         return f"{self.base.name()}.{self.member}"
 
     def reconstruct(self, codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_attr(self.member)
 
 
@@ -89,7 +89,7 @@ class GetItemSource(Source):
         return f"{self.base.name()}[{self.index!r}]"
 
     def reconstruct(self, codegen) -> None:
-        self.base.reconstruct(codegen)
+        codegen.load_source(self.base)
         codegen.load_const(self.index)
         codegen.subscr()
 
@@ -108,8 +108,8 @@ class DynamicGetItemSource(Source):
         return f"{self.base.name()}[{self.index.name()}]"
 
     def reconstruct(self, codegen) -> None:
-        self.base.reconstruct(codegen)
-        self.index.reconstruct(codegen)
+        codegen.load_source(self.base)
+        codegen.load_source(self.index)
         codegen.subscr()
 
 

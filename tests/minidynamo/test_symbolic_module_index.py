@@ -143,3 +143,24 @@ def test_a_loop_over_experts_trains_with_shared_entries(backend):
     loop = max(compiled._minidynamo_ctx.cache.values(), key=len)
     assert len(loop) <= 4  # i == 1; i symbolic; rows symbolic; the end of the loop -- not one per expert
     assert not minidynamo.counters["eager_fallback"]
+
+
+def test_the_selected_layer_is_read_once_by_the_guards_and_once_for_the_graph(monkeypatch):
+    """[Note: one read of a module selected at run time]: ``layers[i]`` goes through ``ModuleList.__getitem__`` (a
+    Python function); its four parameters are graph inputs, but a call reads it twice, not five times."""
+    torch.manual_seed(0)
+    layers = nn.ModuleList(nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4)) for _ in range(4))
+
+    def f(x, i):
+        return layers[i](x)
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    x = torch.randn(2, 4)
+    for i in range(4):
+        compiled(x, i)
+    reads = []
+    original = nn.ModuleList.__getitem__
+    monkeypatch.setattr(nn.ModuleList, "__getitem__", lambda self, idx: (reads.append(idx), original(self, idx))[1])
+    torch.testing.assert_close(compiled(x, 3), f(x, 3))
+    assert len(reads) == 2 + 1  # the guard, the graph's inputs; then eager's own read in f(x, 3)
+    assert minidynamo.counters["recompiles"]["total"] == 1
