@@ -5,6 +5,7 @@ import types
 
 import torch
 import torch.nn.functional as F
+import triton.testing
 
 import mininductor
 from mininductor import metrics, runtime
@@ -28,7 +29,7 @@ class _StandIn:
 def test_the_faster_variant_is_kept_and_the_other_never_runs_again(monkeypatch):
     persistent, looped = _StandIn("per", 0.135), _StandIn("red", 0.131)
     times = {id(persistent): persistent.ms, id(looped): looped.ms}
-    monkeypatch.setattr(runtime, "_bench", lambda fn, reps=10: (fn(), times[id(fn.__defaults__[0])])[1])
+    monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), times[id(fn.__defaults__[0])])[1])
     choice = runtime.ReductionKindChoice(persistent, looped)
     choice.run("args")
     assert choice.chosen is looped
@@ -42,7 +43,7 @@ def test_the_faster_variant_is_kept_and_the_other_never_runs_again(monkeypatch):
 
 def test_a_variant_that_fails_to_compile_leaves_the_other(monkeypatch):
     persistent, looped = _StandIn("per", 0.2), _StandIn("red", 0.1, fail=True)
-    monkeypatch.setattr(runtime, "_bench", lambda fn, reps=10: (fn(), 0.2)[1])
+    monkeypatch.setattr(triton.testing, "do_bench", lambda fn, **kw: (fn(), 0.2)[1])
     choice = runtime.ReductionKindChoice(persistent, looped)
     import warnings
     with warnings.catch_warnings(record=True) as caught:
