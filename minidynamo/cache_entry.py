@@ -78,18 +78,19 @@ def input_value(source: Source, f_locals: dict) -> Any:
 class CacheEntries(list):
     """The entries of one code object, in compile order, indexed by the value of one frame input.
 
-    [Note: cache entries indexed by a constant]  The resume function of a loop with a graph break can have an
-    entry per loop index, when its graph specialises on it (``configs[i]`` of a Python list, ``range(i)``).  The
-    tutorial MoE's expert loop once had ~60 (an entry per expert, times the size variants, before its experts
-    shared entries: [Note: a module list indexed by a symbolic int]) and runs 32 times per forward: trying them
-    in order cost ~30 failing guard functions per iteration, ~1 ms per forward.  An entry whose guards include ``L['expert_idx'] == 3`` cannot run for any other value, so the
-    entries are indexed by that input: ``by_value[(int, 3)]`` lists the entries that pin it to 3 *and* every
-    entry that does not pin it, in compile order, and a value no entry pins gets only the latter.  Running the
-    first candidate whose guards pass is then exactly what the plain scan would run.  A resumed loop's variable,
-    the next item of the iterator the resume function receives, is pinned the same way (``is_frame_input``).
-    The key is the input pinned by most entries, re-chosen at every append (a compile: rare); only constants
-    whose hash agrees with ``==`` are indexed.  Entries are only ever appended (``eval_frame``), which keeps the
-    index in step.  (Upstream has no index: its guards are C++, and a miss costs tens of nanoseconds.)
+    [Note: cache entries indexed by a constant]  The resume function of a loop with a graph break can have an entry
+    per loop index, when its graph specialises on it (``configs[i]`` of a Python list, ``range(i)``).  The tutorial
+    MoE's expert loop once had ~60 (an entry per expert, times the size variants, before its experts shared entries:
+    [Note: a module list indexed by a symbolic int]) and runs 32 times per forward: trying them in order cost ~30
+    failing guard functions per iteration, ~1 ms per forward.  An entry whose guards include ``L['i'] == 3``
+    cannot run for any other value, so the entries are indexed by that input: ``by_value[(int, 3)]`` lists the
+    entries that pin it to 3 *and* every entry that does not pin it, in compile order, and a value no entry pins
+    gets only the latter.  Running the first candidate whose guards pass is then exactly what the plain scan would
+    run.  A resumed loop's variable, the next item of the iterator the resume function receives, is pinned the same
+    way (``is_frame_input``). The key is the input pinned by most entries, re-chosen at every append (a compile:
+    rare); only constants whose hash agrees with ``==`` are indexed.  Entries are only ever appended
+    (``eval_frame``), which keeps the index in step.  (Upstream has no index: its guards are C++, and a miss costs
+    tens of nanoseconds.)
     """
 
     def __init__(self, entries=()):

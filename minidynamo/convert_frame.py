@@ -56,9 +56,10 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
 
     [Note: break hints]  A resume function of a loop body is translated again for every case it recompiles for
     (the loop index while it is a constant, another row count), and each time the first attempt failed where the
-    last one did: a third of the tutorial MoE's first call, when it still compiled once per expert.  So a resume function that broke at an instruction starts its next translation with
-    the break there; should that attempt fail elsewhere, the usual restart follows.  (A break the new values would
-    not have needed would cost speed, never correctness.)  User functions keep upstream's restart.
+    last one did: a third of the tutorial MoE's first call, when it still compiled once per expert.  So a resume
+    function that broke at an instruction starts its next translation with the break there; should that attempt
+    fail elsewhere, the usual restart follows.  (A break the new values would not have needed would cost speed,
+    never correctness.)  User functions keep upstream's restart.
     """
     hinted = _translate_with_break_hint(fn, f_locals, compiler_fn, ctx)
     if hinted is not None:
@@ -136,7 +137,7 @@ def cells_movable(code: types.CodeType) -> bool:
     for inst in dis.get_instructions(code):
         if inst.opname == "RESUME":
             seen_resume = True
-        elif inst.opname == "MAKE_CELL" and seen_resume:
+        elif inst.opname == "MAKE_CELL" and seen_resume:  # noqa: SIM114 - two reasons, two branches
             return False
         elif "FAST" in inst.opname and \
                 any(n in code.co_cellvars for n in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))):
@@ -338,7 +339,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
             # again on each call must run with its own cells, not with those of the first one traced).
             return _Loaded(ctx, v, compiled_callee)
         return _Loaded(ctx.wrapped(v.fn))
-    if isinstance(v, NestedUserFunctionVariable) and not v.code.co_varnames[:1] == (".0",):
+    if isinstance(v, NestedUserFunctionVariable) and v.code.co_varnames[:1] != (".0",):
         # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
         # cannot be bound by name, so a comprehension runs natively)
         return _Loaded(ctx, v, compiled_callee)

@@ -17,7 +17,8 @@ import inspect
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -30,7 +31,7 @@ from .resume_execution import Continuation
 from .utils import counters
 from .variables.nn_module import any_global_module_hooks
 
-_contexts: "weakref.WeakSet[CompileContext]" = weakref.WeakSet()
+_contexts: weakref.WeakSet[CompileContext] = weakref.WeakSet()
 
 
 class CompileContext:
@@ -207,7 +208,7 @@ class CompileContext:
             return self.fall_back(fn, e, args, kwargs)
         except ConstraintViolationError:
             raise  # the user asked for a dynamic size the program cannot have: tell them, as upstream
-        except Exception as e:  # noqa: BLE001 - a translator bug must not become a crash or a wrong answer
+        except Exception as e:  # a translator bug must not become a crash or a wrong answer
             if config.raise_internal_errors or self.fullgraph:
                 raise
             err = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",

@@ -39,7 +39,7 @@ class ObservedException(Unsupported):
         self.exc_vt = exc_vt
 
 
-def raise_observed_exception(exc_type: type, args: list, reason: str) -> "NoReturn":  # noqa: F821
+def raise_observed_exception(exc_type: type, args: list, reason: str) -> NoReturn:  # noqa: F821
     from .variables.misc import ExceptionVariable
     raise ObservedException(reason, ExceptionVariable(exc_type, list(args)))
 
@@ -48,7 +48,7 @@ class RecompileLimitExceeded(RuntimeError):
     pass
 
 
-def unimplemented(reason: str, hint: str = "") -> "NoReturn":  # noqa: F821
+def unimplemented(reason: str, hint: str = "") -> NoReturn:  # noqa: F821
     """Refuse to trace: the one idiom every handler uses (upstream: ``torch._dynamo.exc.unimplemented``)."""
     raise Unsupported(reason, hint)
 

@@ -8,7 +8,8 @@ bytecode of an already-compiled function.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

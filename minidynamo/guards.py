@@ -18,7 +18,8 @@ import math
 import sys
 import traceback
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -35,7 +36,7 @@ class TensorMeta:
     requires_grad: bool
 
     @staticmethod
-    def of(t: torch.Tensor, fake: torch.Tensor | None = None) -> "TensorMeta":
+    def of(t: torch.Tensor, fake: torch.Tensor | None = None) -> TensorMeta:
         """``t``'s metadata; where ``fake`` has a symbolic size or stride, that entry is the symbol's name (a str),
         which ``tensor_match`` skips: the ShapeEnv's guards (SHAPE_ENV) check those."""
         if fake is None:
@@ -87,7 +88,7 @@ class ModuleSpec:
     hooks: tuple = ()
 
     @staticmethod
-    def of(m: torch.nn.Module) -> "ModuleSpec":
+    def of(m: torch.nn.Module) -> ModuleSpec:
         return ModuleSpec(type(m), tuple(m._forward_pre_hooks), tuple(m._forward_hooks))
 
     def __str__(self) -> str:
@@ -168,9 +169,9 @@ class GuardManager:
     """Compiles a list of guards into one Python function, ``check(L, G) -> bool``."""
 
     def __init__(self, guards: list[Guard]):
+        from .utils import tuple_iterator_getitem, tuple_iterator_len
         from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
         from .variables.nn_module import any_global_module_hooks
-        from .utils import tuple_iterator_getitem, tuple_iterator_len
         self.guards = guards
         self.closure: dict[str, Any] = {"___tensor_match": tensor_match, "___no_aliasing": no_aliasing,
                                         "___grad_enabled": torch.is_grad_enabled,
@@ -185,7 +186,7 @@ class GuardManager:
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
-        exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)
+        exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)  # noqa: S102 - the generated check
         self.check: Callable[[dict, dict], bool] = self.closure["___guard"]
 
     def _expr(self, k: int, g: Guard, spell: Callable[[Source], str] | None = None) -> str:

@@ -32,7 +32,7 @@ from . import bytecode_transformation as bt
 class Continuation:
     """What transformed code returns at a graph break: call ``fn(*args)`` next (see [Note: trampoline])."""
 
-    __slots__ = ("ctx", "fn", "args")
+    __slots__ = ("args", "ctx", "fn")
 
     def __init__(self, ctx, fn, *args):
         self.ctx = ctx
@@ -54,14 +54,14 @@ class GradModeExit:
         return False
 
 
-def enter_record_function(name: str) -> "RecordFunctionExit":
+def enter_record_function(name: str) -> RecordFunctionExit:
     """Re-enter a ``record_function`` region natively after a break; returns its ``__exit__``."""
     rf = torch.autograd.profiler.record_function(name)
     rf.__enter__()
     return RecordFunctionExit(rf)
 
 
-def enter_autocast(device: str, dtype, enabled: bool, cache_enabled: bool) -> "AutocastExit":
+def enter_autocast(device: str, dtype, enabled: bool, cache_enabled: bool) -> AutocastExit:
     """Re-enter a ``torch.autocast`` block natively after a break (the graph before the break exited it)."""
     mode = torch.amp._enter_autocast(device, dtype, enabled, cache_enabled)
     return AutocastExit(mode)

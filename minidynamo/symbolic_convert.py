@@ -35,15 +35,30 @@ from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
 from .exc import ObservedException, Unsupported, unimplemented
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
-from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ContextManagerVariable, DictVariable,
-                        ListIteratorVariable, ListVariable, NestedUserFunctionVariable, NullVariable,
-                        PythonModuleVariable, SetVariable, SliceVariable, TupleVariable, VariableBuilder,
-                        VariableTracker, WithExitFunctionVariable, wrap_constant_result)
+from .variables import (
+    BuiltinVariable,
+    CellVariable,
+    ConstantVariable,
+    ContextManagerVariable,
+    DictVariable,
+    ListIteratorVariable,
+    ListVariable,
+    NestedUserFunctionVariable,
+    NullVariable,
+    PythonModuleVariable,
+    SetVariable,
+    SliceVariable,
+    TupleVariable,
+    VariableBuilder,
+    VariableTracker,
+    WithExitFunctionVariable,
+    wrap_constant_result,
+)
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import binary_op, compare_op, contains, is_op, unary_op
+from .variables.builtin import binary_op, compare_op, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS
-from .variables.tensor import TensorVariable
 from .variables.misc import ExceptionVariable, plain_exception_class
+from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
@@ -62,7 +77,7 @@ step_observer = None
 
 class InstructionTranslatorBase:
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
-                 parent: "InstructionTranslatorBase | None" = None):
+                 parent: InstructionTranslatorBase | None = None):
         self.f_code = f_code
         self.f_globals = f_globals
         self.symbolic_locals: dict[str, Any] = symbolic_locals
@@ -273,7 +288,7 @@ class InstructionTranslatorBase:
         cell.value = None
         cell.mutated = True
 
-    def root_tx(self) -> "InstructionTranslatorBase":
+    def root_tx(self) -> InstructionTranslatorBase:
         tx = self
         while tx.parent is not None:
             tx = tx.parent

@@ -217,7 +217,8 @@ def trace_joint(fn: Callable, meta: ViewAndMutationMeta, fake_args: list, decomp
         return _make_fx(create_joint(fn, meta), decompositions, fake_args, tangents)
 
 
-def trace_forward(fn: Callable, meta: ViewAndMutationMeta, fake_args: list, decompositions: dict) -> torch.fx.GraphModule:
+def trace_forward(fn: Callable, meta: ViewAndMutationMeta, fake_args: list,
+                  decompositions: dict) -> torch.fx.GraphModule:
     return _make_fx(create_forward_fn(fn, meta), decompositions, fake_args)
 
 
@@ -437,9 +438,9 @@ def _lift_parameters(gm: torch.nn.Module) -> tuple[Callable, list]:
 
 
 
-def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Compiler, bw_compiler: Compiler | None = None,
-               decompositions: dict | None = None, partition_fn: Callable | None = None, *,
-               dynamic: bool = False) -> Callable:
+def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Compiler,
+               bw_compiler: Compiler | None = None, decompositions: dict | None = None,
+               partition_fn: Callable | None = None, *, dynamic: bool = False) -> Callable:
     """Compile ``gm`` ahead of time for inference or training; see the module docstring for the pipeline.
 
     ``dynamic=True``: ``example_inputs`` are ``gm``'s fake inputs with symbolic sizes, and the graphs handed to the

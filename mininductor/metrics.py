@@ -16,6 +16,7 @@ bytes each generated kernel reads and writes, summed over kernels (an estimate m
 import contextlib
 import time
 from collections.abc import Iterator
+
 generated_kernel_count: int = 0
 fallback_count: int = 0
 extern_call_count: int = 0

@@ -13,8 +13,17 @@ import sympy
 import torch
 
 from . import ir
-from .indexing import (FloorDiv, ModularIndexing, as_size, contiguous_strides, is_symbolic, product, size_hint,
-                       size_max, size_min)
+from .indexing import (
+    FloorDiv,
+    ModularIndexing,
+    as_size,
+    contiguous_strides,
+    is_symbolic,
+    product,
+    size_hint,
+    size_max,
+    size_min,
+)
 from .ir import TensorBox, View
 from .lowering import register_lowering
 

@@ -6,8 +6,15 @@ from .constant import ConstantVariable
 from .ctx_manager import ContextManagerVariable, WithExitFunctionVariable
 from .dicts import DictVariable, SetVariable
 from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
-from .lists import (ListIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable,
-                    SliceVariable, TupleVariable)
+from .lists import (
+                    ListIteratorVariable,
+                    ListVariable,
+                    NamedTupleVariable,
+                    RangeVariable,
+                    SizeVariable,
+                    SliceVariable,
+                    TupleVariable,
+)
 from .misc import PythonModuleVariable
 from .nn_module import NNModuleVariable
 from .sym_node import SymNodeVariable
@@ -15,5 +22,11 @@ from .tensor import TensorVariable
 from .torch import TorchVariable
 from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 
-__all__ = [n for n in dir() if n.endswith("Variable") or n in ("VariableTracker", "VariableBuilder", "NotConstant",
-                                                                 "wrap_constant_result")]
+__all__ = [
+    "BoundMethodVariable", "BuiltinVariable", "CellVariable", "ConstantVariable", "ContextManagerVariable",
+    "DictVariable", "ListIteratorVariable", "ListVariable", "NNModuleVariable", "NamedTupleVariable",
+    "NestedUserFunctionVariable", "NotConstant", "NullVariable", "PythonModuleVariable", "RangeVariable",
+    "SetVariable", "SizeVariable", "SliceVariable", "SymNodeVariable", "TensorVariable", "TorchVariable",
+    "TupleVariable", "UserDefinedClassVariable", "UserDefinedObjectVariable", "UserFunctionVariable",
+    "UserMethodVariable", "VariableBuilder", "VariableTracker", "WithExitFunctionVariable", "wrap_constant_result"
+]

@@ -58,19 +58,19 @@ class VariableTracker:
         return self.as_proxy()
 
     # --- what bytecode does to it -------------------------------------------------------------------------
-    def var_getattr(self, tx, name: str) -> "VariableTracker":
+    def var_getattr(self, tx, name: str) -> VariableTracker:
         unimplemented(f"attribute {name!r} of {self.describe()}")
 
-    def call_function(self, tx, args: list, kwargs: dict) -> "VariableTracker":
+    def call_function(self, tx, args: list, kwargs: dict) -> VariableTracker:
         unimplemented(f"calling {self.describe()}")
 
-    def call_method(self, tx, name: str, args: list, kwargs: dict) -> "VariableTracker":
+    def call_method(self, tx, name: str, args: list, kwargs: dict) -> VariableTracker:
         unimplemented(f"method {name!r} of {self.describe()}")
 
     def has_unpack_var_sequence(self, tx) -> bool:
         return False
 
-    def unpack_var_sequence(self, tx) -> list["VariableTracker"]:
+    def unpack_var_sequence(self, tx) -> list[VariableTracker]:
         unimplemented(f"iterating over {self.describe()}")
 
     def truth(self, tx) -> bool:

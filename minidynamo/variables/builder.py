@@ -9,22 +9,27 @@ LIST_LENGTH and its items are wrapped one by one.  Mirrors ``VariableBuilder`` i
 from __future__ import annotations
 
 import dataclasses
-import functools
 import enum
+import functools
 import types
 from typing import Any
 
 import torch
 
 from ..dynamic_shapes import int_is_dynamic
-from ..utils import tuple_iterator
 from ..source import AttrSource, GetItemSource, Source
+from ..utils import tuple_iterator
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dicts import DictVariable, SetVariable
-from .lists import (ListVariable, NamedTupleVariable, RangeVariable, SliceVariable, TupleIteratorVariable,
-                    TupleVariable)
-
+from .lists import (
+    ListVariable,
+    NamedTupleVariable,
+    RangeVariable,
+    SliceVariable,
+    TupleIteratorVariable,
+    TupleVariable,
+)
 
 # C functions of these modules are pure over Python values: folded over constants, operators dispatched.
 PURE_C_MODULES = ("builtins", "math", "_operator", "operator", "itertools", "functools", "_functools", "cmath")
@@ -57,12 +62,12 @@ class VariableBuilder:
         self.tx.output.add_guard(kind, self.source, expected)
 
     def _wrap(self, value: Any) -> VariableTracker:
+        from .builtin import BuiltinVariable
         from .ctx_manager import wrap_context_manager_class
         from .functions import UserFunctionVariable
         from .misc import PythonModuleVariable
         from .nn_module import NNModuleVariable
-        from .torch import is_torch_callable, TorchVariable
-        from .builtin import BuiltinVariable
+        from .torch import TorchVariable, is_torch_callable
         from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 
         src = self.source

@@ -12,7 +12,8 @@ import functools
 import itertools
 import math
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -20,7 +21,14 @@ from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
 from .dicts import DictVariable, SetVariable, const_key
-from .lists import BaseListVariable, ListIteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
+from .lists import (
+    BaseListVariable,
+    ListIteratorVariable,
+    ListVariable,
+    RangeVariable,
+    SliceVariable,
+    TupleVariable,
+)
 from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
 from .tensor import TensorVariable, call_graph_op
 
@@ -347,7 +355,6 @@ class BuiltinVariable(VariableTracker):
     def call_str(self, tx, obj=None):
         if isinstance(obj, TensorVariable):
             unimplemented("str() of a tensor reads its values", "format tensors outside the compiled function")
-        return None
 
 
 def obj_hasattr(tx, obj, name: str) -> VariableTracker:
@@ -375,9 +382,14 @@ def _not(tx, x):
     return ConstantVariable(not x.truth(tx))
 
 
+def _with_op(handler: Callable, op: Callable, tx, a, b):
+    """``handler(tx, op, a, b)``: an operator's entry in ``OPERATOR_HANDLERS``."""
+    return handler(tx, op, a, b)
+
+
 OPERATOR_HANDLERS: dict[Callable, Callable] = {
-    **{fn: (lambda f: lambda tx, a, b: binary_op(tx, f, a, b))(fn) for fn in BINARY_OPS.values()},
-    **{fn: (lambda f: lambda tx, a, b: compare_op(tx, f, a, b))(fn) for fn in COMPARE_OPS.values()},
+    **{fn: functools.partial(_with_op, binary_op, fn) for fn in BINARY_OPS.values()},
+    **{fn: functools.partial(_with_op, compare_op, fn) for fn in COMPARE_OPS.values()},
     operator.getitem: _getitem, operator.setitem: _setitem, operator.not_: _not,
     operator.is_: lambda tx, a, b: ConstantVariable(is_op(tx, a, b)),
     operator.is_not: lambda tx, a, b: ConstantVariable(not is_op(tx, a, b)),

@@ -47,7 +47,7 @@ class ConstantVariable(VariableTracker):
         try:
             a = [x.as_python_constant() for x in args]
             k = {n: x.as_python_constant() for n, x in kwargs.items()}
-        except Exception:
+        except Exception:  # noqa: BLE001 - an argument that is not a constant, whatever it raised
             unimplemented(f"method {name!r} of constant {self.value!r} with non-constant arguments")
         return fold(tx, getattr(self.value, name), a, k)
 

@@ -50,7 +50,7 @@ class GradModeVariable(ContextManagerVariable):
         self.prev: bool | None = None
 
     @staticmethod
-    def create(tx, target: bool, initially_applied: bool = False) -> "GradModeVariable":
+    def create(tx, target: bool, initially_applied: bool = False) -> GradModeVariable:
         var = GradModeVariable(target)
         if initially_applied:  # torch.set_grad_enabled(False) takes effect when called
             var.prev = tx.output.grad_enabled
@@ -150,7 +150,7 @@ class AutocastModeVariable(ContextManagerVariable):
         self.prev: tuple | None = None
 
     @staticmethod
-    def create(tx, cls: type, args, kwargs) -> "AutocastModeVariable":
+    def create(tx, cls: type, args, kwargs) -> AutocastModeVariable:
         if not all(v.is_python_constant() for v in [*args, *kwargs.values()]):
             unimplemented("torch.autocast(...) with arguments that are not constants")
         a = [v.as_python_constant() for v in args]

@@ -20,7 +20,6 @@ from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListIteratorVariable, TupleVariable
 
-
 ITERATION_METHODS = {"parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
                      "named_children", "named_modules", "keys", "values", "items"}
 

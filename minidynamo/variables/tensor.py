@@ -88,8 +88,8 @@ class TensorVariable(VariableTracker):
         if name in GRAPH_ATTRS:
             return call_graph_op(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad" and self.source is not None:
-            from .builder import VariableBuilder
             from ..source import AttrSource
+            from .builder import VariableBuilder
             return VariableBuilder(tx, AttrSource(self.source, "grad"))(tx.eval_source(self.source).grad)
         if name in ("__class__",):
             from .user_defined import UserDefinedClassVariable
@@ -221,7 +221,7 @@ def wrap_symbolic(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
 
 def wrap_fx_result(tx, proxy: torch.fx.Proxy, example: Any) -> VariableTracker:
     """Wrap the fake result of a node: tensors, tuples of tensors, structseqs (topk), or Python values."""
-    from .lists import NamedTupleVariable, SizeVariable, TupleVariable, ListVariable
+    from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
     if isinstance(example, torch.Tensor):
         proxy.node.meta["example_value"] = example

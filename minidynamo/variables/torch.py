@@ -85,7 +85,7 @@ class TorchVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         fn = self.fn
-        if fn in UNSUPPORTED and UNSUPPORTED[fn]:
+        if UNSUPPORTED.get(fn):
             unimplemented(UNSUPPORTED[fn], "call it outside the compiled function")
         if fn is torch._C._set_grad_enabled:
             from .ctx_manager import set_grad_mode

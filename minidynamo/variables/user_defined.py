@@ -73,9 +73,9 @@ def call_descriptor_get(tx, obj: VariableTracker, cls: type, name: str, descript
     """``obj.name`` where the class holds a user descriptor: inline ``type(descriptor).__get__(descriptor, obj, cls)``.
 
     The descriptor is read from ``type(obj).__dict__`` (reading ``type(obj).name`` would call ``__get__`` again)."""
+    from ..source import GetItemSource
     from .builder import VariableBuilder
     from .functions import UserMethodVariable
-    from ..source import GetItemSource
     if obj.source is not None:
         src = GetItemSource(AttrSource(AttrSource(obj.source, "__class__"), "__dict__"), name)
         if name not in cls.__dict__:
@@ -325,7 +325,7 @@ class SuperVariable(VariableTracker):
         self.obj = obj
 
     @staticmethod
-    def from_call(tx, args) -> "SuperVariable":
+    def from_call(tx, args) -> SuperVariable:
         if len(args) == 2:
             return SuperVariable(args[0].as_python_constant(), args[1])
         cls_cell = tx.cells.get("__class__")
@@ -340,7 +340,7 @@ class SuperVariable(VariableTracker):
         return SuperVariable(cls_cell.get().as_python_constant(), self_vt)
 
     def var_getattr(self, tx, name):
-        from .functions import UserMethodVariable, UserFunctionVariable
+        from .functions import UserFunctionVariable, UserMethodVariable
         mro = self.obj.python_type().__mro__
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in klass.__dict__:
@@ -349,9 +349,8 @@ class SuperVariable(VariableTracker):
                     return UserMethodVariable(static, self.obj)
                 if isinstance(static, staticmethod):
                     return UserFunctionVariable(static.__func__)
-                if klass is object or klass is torch.nn.Module:
-                    if name == "__init__":
-                        return NoOpVariable()
+                if klass in (object, torch.nn.Module) and name == "__init__":
+                    return NoOpVariable()
                 if klass is object and name == "__setattr__":
                     from .builtin import BuiltinVariable
                     from .functions import PartialVariable

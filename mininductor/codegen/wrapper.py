@@ -303,7 +303,8 @@ class _MemoryPlanner:
                 keep.add(inner.get_name() if hasattr(inner, "get_name") else None)
         self.keep = keep
         # a scatter's target lives on under the scatter's name: never hand its memory to another buffer
-        scatters = [b for b in wrapper.graph.buffers if isinstance(b, ir.ComputedBuffer) and isinstance(b.data, ir.Scatter)]
+        scatters = [b for b in wrapper.graph.buffers
+                    if isinstance(b, ir.ComputedBuffer) and isinstance(b.data, ir.Scatter)]
         self.aliased = {b.data.target for b in scatters}
         # a scatter into a graph input (reinplace.py) *is* that input: its memory is the caller's
         self.aliased |= {b.get_name() for b in scatters if b.data.target in wrapper.graph.graph_inputs}

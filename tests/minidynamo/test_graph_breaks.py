@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 import torch
-import torch.nn as nn
+from torch import nn
 
 import minidynamo
 from minidynamo.bytecode_transformation import PY311
@@ -162,7 +162,7 @@ def variants(fn):
         stmts.insert(i, brk)
         ast.fix_missing_locations(tree)
         scope = dict(fn.__globals__)
-        exec(compile(tree, f"<sweep {fn.__name__}>", "exec"), scope)
+        exec(compile(tree, f"<sweep {fn.__name__}>", "exec"), scope)  # noqa: S102 - the sweep's rewritten function
         yield f"{fn.__name__}:line{line}", scope[fn.__name__]
 
 
@@ -385,7 +385,7 @@ def test_compiled_closure_nonlocal_write_after_break_seen_by_enclosing_function(
 
 def lambda_and_comprehension_across_break(x, log):
     k = 3
-    f = lambda t: t * k  # noqa: E731
+    f = lambda t: t * k
     ys = [x + i * k for i in range(2)]
     log.append(len(ys))
     minidynamo.graph_break()
@@ -437,7 +437,7 @@ def test_break_inside_nested_function_that_has_a_closure():
 def test_resume_function_shares_the_frame_cells():
     def f(x):
         a = x + 1
-        get = lambda: a  # noqa: E731
+        get = lambda: a
         minidynamo.graph_break()
         a = a * 10
         return get(), a
@@ -453,7 +453,7 @@ def test_resume_function_shares_the_frame_cells():
 def test_deleted_cell_before_break_runs_eagerly():
     def f(x):
         a = x + 1
-        get = lambda: a  # noqa: E731
+        get = lambda: a  # noqa: F821 - the cell is deleted below, on purpose
         del a
         minidynamo.graph_break()
         try:

@@ -137,7 +137,7 @@ def test_module_wrapper_shares_parameters_and_respects_eval():
     m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
     cnt = CompileCounter()
     om = minidynamo.minicompile(m, backend=cnt)
-    assert list(om.parameters())[0] is m[0].weight
+    assert next(iter(om.parameters())) is m[0].weight
     assert set(om.state_dict()) == {f"_orig_mod.{k}" for k in m.state_dict()}
     om.eval()
     x = torch.randn(2, 4)

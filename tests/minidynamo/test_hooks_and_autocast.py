@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 import torch
-import torch.nn as nn
+from torch import nn
 
 import minidynamo
 from minidynamo.testing import CompileCounter

@@ -115,7 +115,7 @@ def test_a_captured_variable_keeps_the_usual_resume():
     # its own resume function as before -- and the closure still sees the value
     def f(x, m):
         a = x[m]
-        get = lambda: a  # noqa: E731
+        get = lambda: a
         b = x[m] * 2
         return get() + b
 
