@@ -113,14 +113,38 @@ def int_is_dynamic(output, source: Source, value: int) -> bool:
     state = frame_state(output, source.name())
     entry = state.get(source.name())
     if entry is None or not isinstance(entry.size, int):
-        state[source.name()] = FrameStateEntry(value)
-        return False
+        state[source.name()] = entry = FrameStateEntry(value)
+        if not is_resumed_loop_variable(output, source):
+            return False
+        entry.dynamic_dims.add(0)  # [Note: a resumed loop's variable]
+        _log(output, source.name(), f"{output.f_code.co_name}: {source.name()} is a resumed loop's variable; it is "
+             "dynamic (a symbol) from this first compile")
+        return True
     if entry.specialised:
         return False
     if entry.size != value and not entry.dynamic_dims:
         entry.dynamic_dims.add(0)
         log_became_dynamic(output, source.name(), entry.size, value)
     return bool(entry.dynamic_dims)
+
+
+def is_resumed_loop_variable(output, source: Source) -> bool:
+    """Is ``source`` the variable of a loop the frame resumes inside, or the next item of that loop's iterator?
+
+    [Note: a resumed loop's variable]  A graph break inside ``for expert_idx in range(n):`` resumes once per
+    iteration with ``expert_idx`` as an argument, and the rest of the iteration runs to the next item of the loop's
+    iterator (``___tuple_iterator_getitem(L['___stack_1'], 0)``).  Automatic dynamic would compile the first
+    iteration with both as constants and make them symbols only when the next call brings other values -- which it
+    always does: that is what a loop variable is.  So they are symbols from the resume function's first compile,
+    which saves the tutorial MoE's first call a translation and a graph.  A loop variable the program specialises
+    anyway (``configs[i]``, ``range(i)``) gets EQUALS_MATCH guards from the next compile on, as other ints do
+    (``remember_specialised_ints``)."""
+    ctx = output.ctx
+    if ctx is None or output.f_code not in ctx.resume_origin:
+        return False
+    if type(source) is TupleIteratorGetItemSource:
+        return True
+    return type(source) is LocalSource and source.local_name in ctx.loop_variables.get(output.f_code, ())
 
 
 def _is_argument(source: Source) -> bool:
@@ -153,11 +177,16 @@ def frame_state_key(ctx, code):
 def log_became_dynamic(output, what: str, old: Any, new: Any) -> None:
     msg = (f"{output.f_code.co_name}: {what} changed {old} -> {new} since the last compile; "
            f"it is now dynamic (a symbol) so later values reuse this graph")
+    _log(output, what, msg)
+    if output.ctx is not None:
+        key = frame_state_key(output.ctx, output.f_code)
+        output.ctx.generations[key] = output.ctx.generations.get(key, 0) + 1
+
+
+def _log(output, what: str, msg: str) -> None:
     counters["automatic_dynamic"][what] += 1
     if output.ctx is not None:
         output.ctx.dynamic_log.append(msg)
-        key = frame_state_key(output.ctx, output.f_code)
-        output.ctx.generations[key] = output.ctx.generations.get(key, 0) + 1
     if config.log_recompiles or config.debug >= 1:
         print(f"[minidynamo] automatic dynamic: {msg}")
 

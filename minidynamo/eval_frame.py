@@ -49,6 +49,8 @@ class CompileContext:
         self.graph_breaks: list[Unsupported] = []
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
         self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
+        # per resume function: the variables of the loops it resumes inside (dynamic_shapes.int_is_dynamic)
+        self.loop_variables: dict[types.CodeType, frozenset[str]] = {}
         self.break_hints: dict[types.CodeType, Exception] = {}  # see [Note: break hints] in convert_frame
         self.wrappers: dict[types.FunctionType, Callable] = {}
         # automatic dynamic: per code object, the sizes each input had and which changed (dynamic_shapes.py)
@@ -65,6 +67,7 @@ class CompileContext:
         self.graph_breaks.clear()
         self.resume_fns.clear()
         self.resume_origin.clear()
+        self.loop_variables.clear()
         self.break_hints.clear()
         self.frame_state.clear()
         self.dynamic_log.clear()
@@ -84,7 +87,7 @@ class CompileContext:
         break closes on itself: every iteration comes back to the same few resume functions and their caches,
         instead of making a resume function of a resume function of ... one per iteration.
         """
-        from .resume_execution import make_resume_code, original_offsets
+        from .resume_execution import enclosing_loop_variables, make_resume_code, original_offsets
         if code in self.resume_origin:
             orig, offsets = self.resume_origin[code]
             code, offset = orig, offsets[offset]
@@ -93,6 +96,7 @@ class CompileContext:
             name = f"__resume_at_{offset}_{len(self.resume_fns) + 1}"
             new_code = make_resume_code(code, offset, stack_slots, live, name)
             self.resume_origin[new_code] = (code, original_offsets(code, new_code))
+            self.loop_variables[new_code] = enclosing_loop_variables(code, offset)
             # A template: the transformed code binds it to the breaking frame's live cells at each break
             # (``resume_execution.bind_closure``); ``closure`` is not used for that reason.
             fn = types.FunctionType(new_code, f_globals, name, None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import itertools
 import types
 
 import torch
@@ -198,6 +199,18 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
     old, new = real(orig), real(resume)
     skip = len(new) - len(old)
     return dict(zip(new[skip:], old))
+
+
+def enclosing_loop_variables(code: types.CodeType, offset: int) -> frozenset[str]:
+    """The variables of the ``for`` loops of ``code`` whose body holds ``offset``: the local each one's ``FOR_ITER``
+    stores its item into (``for expert_idx in range(n):``).  A loop that unpacks its item has none."""
+    insts = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    names = set()
+    for inst, nxt in itertools.pairwise(insts):
+        if inst.opname == "FOR_ITER" and inst.offset < offset < inst.argval and nxt.opname in ("STORE_FAST",
+                                                                                               "STORE_DEREF"):
+            names.add(nxt.argval)
+    return frozenset(names)
 
 
 UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_ABSOLUTE"}

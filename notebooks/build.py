@@ -635,12 +635,12 @@ print("forward matches eager;", metrics.generated_kernel_count, "Triton kernels 
         md("""
 ## Every expert, one cache entry
 
-The loop resumes once per expert with `expert_idx` as an argument. Once that int has changed it is a symbol, and
-`self.experts[expert_idx]` is read *at run time* instead of being specialised: the guards check whichever expert
-the call reads (its type, its parameters' shapes), and its parameters are graph inputs read through it. So the
-experts share a few cache entries, one per code path (the loop index while still a constant, the row-count cases,
-the loop's end), not one per expert ([Note: a module list indexed by a symbolic int]; upstream recompiles per
-expert here)."""),
+The loop resumes once per expert with `expert_idx` as an argument. That int, a loop variable, is a symbol from the
+resume function's first compile ([Note: a resumed loop's variable]), and `self.experts[expert_idx]` is read *at run
+time* instead of being specialised: the guards check whichever expert the call reads (its type, its parameters'
+shapes), and its parameters are graph inputs read through it. So the experts share a few cache entries, one per
+code path (the row-count cases, the loop's end), not one per expert ([Note: a module list indexed by a symbolic
+int]; upstream recompiles per expert here)."""),
         code("""
 loop_code, entries = max(compiled._ctx.cache.items(), key=lambda kv: len(kv[1]))
 print(loop_code.co_name, "has", len(entries), "cache entries for", model.num_experts, "experts")

@@ -197,9 +197,10 @@ class NNModuleVariable(VariableTracker):
         """``self.experts[i]`` where ``i`` is a symbolic int argument: the item is read at run time.
 
         [Note: a module list indexed by a symbolic int]  A loop over experts with a graph break inside resumes
-        once per expert with ``expert_idx`` as an argument.  Once that int has changed between calls it is
-        traced as a symbol (automatic dynamic), but a constant index would specialise it again (``expert_idx ==
-        3``) and give one translation, one graph and one set of kernels per expert.  Instead the item's source
+        once per expert with ``expert_idx`` as an argument.  That int is traced as a symbol (a resumed loop's
+        variable: [Note: a resumed loop's variable] in dynamic_shapes.py; any other int argument once it has
+        changed), but a constant index would specialise it again (``expert_idx == 3``) and give one translation,
+        one graph and one set of kernels per expert.  Instead the item's source
         is ``L['self']._modules['experts'][L['expert_idx']]``, evaluated on every call: the guards check
         *that call's* module (its type, hooks, parameters' shapes), and its parameters are graph inputs read
         through it.  So every expert of the same shape shares one entry.  Nothing is assumed about the other

@@ -246,3 +246,31 @@ def test_moe_with_the_reference_routing_trains_without_recompile_limit_fallbacks
     assert not counters["eager_fallback"], counters["eager_fallback"]
     biggest = max(len(v) for v in compiled._ctx.cache.values())
     assert biggest <= 12
+
+
+@pytest.mark.parametrize("dynamic", [None, False])
+def test_a_resumed_loop_variable_is_a_symbol_from_the_first_compile(dynamic):
+    """[Note: a resumed loop's variable]: a break inside ``for i in range(n)`` resumes once per iteration with ``i``;
+    it is traced as a symbol from the resume function's first compile (automatic dynamic would wait for the second
+    value), so one entry serves every iteration.  ``dynamic=False`` keeps an entry per value."""
+    def f(x):
+        out = torch.zeros_like(x)
+        for i in range(5):
+            out = out + x * i
+            minidynamo.graph_break()
+        return out
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt, dynamic=dynamic)
+    x = torch.randn(3)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), f(x))
+    ctx = compiled._minidynamo_ctx
+    loop = max(ctx.cache.values(), key=len)
+    if dynamic is None:
+        # two entries (the body for every i; the loop's end) and two graphs (f's; the body's: the end has no op)
+        assert len(loop) == 2 and cnt.frame_count == 2
+        assert any("is a resumed loop's variable" in m for m in ctx.dynamic_log)
+        assert ctx.recompile_reasons and all("TUPLE_ITERATOR_LEN" in r for r in ctx.recompile_reasons)
+    else:
+        assert len(loop) == 5  # i == 1, 2, 3, 4 and the loop's end
