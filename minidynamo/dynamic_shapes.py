@@ -131,14 +131,15 @@ def int_is_dynamic(output, source: Source, value: int) -> bool:
 def is_resumed_loop_variable(output, source: Source) -> bool:
     """Is ``source`` the variable of a loop the frame resumes inside, or the next item of that loop's iterator?
 
-    [Note: a resumed loop's variable]  A graph break inside ``for expert_idx in range(n):`` resumes once per
+    [Note: a resumed loop's variable] A graph break inside ``for expert_idx in range(n):`` resumes once per
     iteration with ``expert_idx`` as an argument, and the rest of the iteration runs to the next item of the loop's
-    iterator (``___tuple_iterator_getitem(L['___stack_1'], 0)``).  Automatic dynamic would compile the first
+    iterator (``___tuple_iterator_getitem(L['___stack_1'], 0)``). Automatic dynamic would compile the first
     iteration with both as constants and make them symbols only when the next call brings other values -- which it
-    always does: that is what a loop variable is.  So they are symbols from the resume function's first compile,
-    which saves the tutorial MoE's first call a translation and a graph.  A loop variable the program specialises
-    anyway (``configs[i]``, ``range(i)``) gets EQUALS_MATCH guards from the next compile on, as other ints do
-    (``remember_specialised_ints``)."""
+    always does: that is what a loop variable is. So they are symbols from the resume function's first compile,
+    which saves a translation and a graph per loop (the small tutorial MoE: 4 entries for its loop body instead of
+    5; at reference size a row count changes on the same call, so the count stays). A loop variable the program
+    specialises anyway (``configs[i]``, ``range(i)``) gets EQUALS_MATCH guards from the next compile on, as other
+    ints do (``remember_specialised_ints``)."""
     ctx = output.ctx
     if ctx is None or output.f_code not in ctx.resume_origin:
         return False
