@@ -31,7 +31,14 @@ from .decomposition import select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, load_module, unflattener
 from .scheduler import Scheduler
-from .specialize import IntsAsTensors, compile_dynamic, graph_device, ints_as_tensors, is_symbolic_graph
+from .specialize import (
+    IntsAsTensors,
+    compile_dynamic,
+    graph_device,
+    ints_as_tensors,
+    is_symbolic_graph,
+    is_training,
+)
 from .virtualized import V
 
 
@@ -131,7 +138,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    if torch.is_grad_enabled() and any(x.requires_grad for x in example_inputs):  # training
+    if is_training(example_inputs):
         from .aot_autograd import aot_module
         compiler = _symbolic_compiler(shape_env)
         with metrics.timed("aot"):  # the compiles it calls back are timed on their own
