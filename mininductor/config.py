@@ -35,10 +35,11 @@ looped_reduction_rblock: int | None = None
 
 # True: var/var_mean/std (and so layer_norm) lower to a Welford reduction, so a looped kernel walks the row once
 # for mean and variance together (then once more to normalise), instead of a sum loop and a squared-deviation
-# loop; persistent kernels take two sums in registers either way. Off by default because it measured slower on
-# an H200 (docs/benchmarks.md): 8192-long fp32 rows 0.139 ms vs 0.133 ms for the two loops, whose second pass
-# reads the row from L2; bf16 0.088 vs 0.075 ms. Welford's per-element update costs more than the re-read.
-welford_looped: bool = False
+# loop; persistent kernels take two sums in registers either way. Measured on an H200 (docs/benchmarks.md),
+# 8192-long fp32 rows: 0.1305 ms against 0.1329 for the two loops (torch.compile 0.1318). Before kernels rebound
+# their static sizes to constants (TritonKernel._static_numel_lines) Welford was the slower one (0.139 ms): its
+# loop with an unknown trip count did not pipeline.
+welford_looped: bool = True
 
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False

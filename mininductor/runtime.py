@@ -215,7 +215,9 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
                 {"XBLOCK": 64, "RBLOCK": 8, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 64, "num_warps": 4}]
     return [{"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 8}, {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 16},
             {"XBLOCK": 1, "RBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2, "RBLOCK": 1024, "num_warps": 8},
-            {"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 16}]  # the best looped layer_norm, 8192-long fp32 rows
+            {"XBLOCK": 1, "RBLOCK": 2048, "num_warps": 16},  # the best two-loop layer_norm, 8192-long fp32 rows
+            {"XBLOCK": 1, "RBLOCK": 4096, "num_warps": 8},  # the best Welford one
+            {"XBLOCK": 2, "RBLOCK": 4096, "num_warps": 16}]  # the best RMSNorm (a sum of squares, then the output)
 
 
 class KernelLauncher:
