@@ -177,8 +177,10 @@ def with_key(f_locals: dict, source, value, drop: bool = False) -> dict:
 
 
 def test_cache_lookup_by_index_agrees_with_a_plain_scan():
-    """[Note: cache entries indexed by a constant]: the index picks the entry a scan in compile order picks, for
-    the locals of real calls and for those locals with the indexed value changed (other ints, types, unhashable)."""
+    """[Note: cache entries indexed by a constant]: the index finds an entry exactly when a scan in compile order
+    does, and one whose guards pass (the scan's own entry, unless a more recently hit one also passes: [Note: most
+    recently hit first]), for the locals of real calls and for those locals with the indexed value changed (other
+    ints, types, unhashable)."""
     model = SkippingExperts().eval()
     compiled = minidynamo.minicompile(model, backend="eager")
     x = torch.randn(3, 8)
@@ -194,7 +196,33 @@ def test_cache_lookup_by_index_agrees_with_a_plain_scan():
     variants = [with_key(L, entries.key_source, v) for L in seen for v in [*range(-1, 8), "3", 3.0, True, [1]]]
     variants += [with_key(L, entries.key_source, None, drop=True) for L in seen]
     for f_locals in [*seen, *variants]:
-        assert entries.lookup(f_locals, f_globals) is plain_scan(entries, f_locals, f_globals)
+        scanned, found = plain_scan(entries, f_locals, f_globals), entries.lookup(f_locals, f_globals)
+        assert (found is None) == (scanned is None)
+        assert found is None or found.guard_manager.check(f_locals, f_globals)
+
+
+def test_the_entry_last_hit_is_tried_first():
+    """[Note: most recently hit first]: after a call takes the second of two entries, the next call with the same
+    shapes tries one guard function, not two; the values stay eager's and nothing recompiles."""
+    def f(x):
+        return torch.relu(x) * 2
+
+    counter = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=counter, dynamic=False)
+    a, b = torch.randn(3, 4), torch.randn(5, 4)
+    compiled(a)
+    compiled(b)
+    assert counter.frame_count == 2
+    (entries,) = compiled._minidynamo_ctx.cache.values()
+    first, second = entries
+    tried = []
+    spy_on_checks(entries, tried)
+    for expected_tries, x in ((2, b), (1, b), (1, b), (2, a), (1, a)):
+        tried.clear()
+        torch.testing.assert_close(compiled(x), f(x))
+        assert len(tried) == expected_tries
+    assert counter.frame_count == 2
+    assert list(entries) == [first, second]  # the list itself keeps compile order (explain shows it)
 
 
 def test_loop_lookup_tries_few_guard_functions():
