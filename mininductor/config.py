@@ -44,6 +44,10 @@ welford_looped: bool = True
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False
 
+# Static sizes rebound to constants at the top of each kernel (``xnumel = 8192``), as Inductor does: loops get a
+# known trip count (TritonKernel._static_numel_lines). False keeps them plain arguments (for benchmarks).
+static_numels: bool = True
+
 # L2 hints on reduction loads (see TritonKernel._eviction; bench/kernel_configs.py measures them).
 eviction_policies: bool = True
 
