@@ -322,8 +322,9 @@ def _debug_dir() -> str | None:
 # so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.
 def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -> None:
     for i, new in zip(meta.mutated_inputs, new_values):
-        if new is args[i]:
-            continue  # the graph wrote into the input itself (mininductor's reinplace.py)
+        if new is args[i]:  # the graph wrote into the input itself (mininductor's reinplace.py): a kernel
+            torch.autograd.graph.increment_version(new)  # autograd did not see, so say it changed, as copy_ would
+            continue
         if new.requires_grad and torch.is_grad_enabled():
             args[i].copy_(new)
         else:

@@ -25,7 +25,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-from . import async_compile, config, fx_graph_cache, metrics
+from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
@@ -52,23 +52,36 @@ class CompiledGraph:
         self.call = module.call
         self.unflatten = unflattener(out_spec)
         self.n_inputs = len(example_inputs)
-        self._runner = None
         # CUDA graphs are recorded on the first real call: example inputs may be fake tensors (AOTAutograd)
         self._use_cudagraphs = config.mode == "reduce-overhead" and any(
             isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
+        self._runners: dict[tuple, CudaGraphRunner | None] = {}  # one per input shape signature (see runner())
 
     def __call__(self, *args):
-        if self._use_cudagraphs and self._runner is None:
+        runner = self.runner(args) if self._use_cudagraphs else None
+        flat = runner(list(args)) if runner is not None else self.call(list(args))
+        return self.unflatten(flat)
+
+    def runner(self, args: tuple) -> CudaGraphRunner | None:
+        """The CUDA graph recorded for these inputs' shapes and strides (and int arguments), recorded on first
+        use. A CUDA graph replays fixed sizes, so a symbolic graph gets one per size signature, as upstream's
+        cudagraph trees do; past ``config.cudagraph_max_shapes`` signatures, new ones run without a graph."""
+        key = tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else
+                    (type(a), a) for a in args)
+        try:
+            if key in self._runners:
+                return self._runners[key]
+        except TypeError:  # an unhashable argument: no signature to record under
+            return None
+        runner = None
+        if len(self._runners) < config.cudagraph_max_shapes:
             try:
-                self._runner = CudaGraphRunner(self.call, list(args), self.mutated_inputs)
+                runner = CudaGraphRunner(self.call, list(args), self.mutated_inputs)
             except Exception as e:  # noqa: BLE001  (e.g. an op that syncs with the CPU cannot be captured)
                 warnings.warn(f"mininductor: CUDA graph capture failed ({type(e).__name__}: {e}); running plainly")
                 self._use_cudagraphs = False
-        if self._runner is not None:
-            flat = self._runner(list(args))
-        else:
-            flat = self.call(list(args))
-        return self.unflatten(flat)
+        self._runners[key] = runner
+        return runner
 
 
 def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
@@ -97,8 +110,11 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
         setattr(module, name, value)
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
     _, spec = pytree.tree_flatten(_plain_containers(out_node.args[0]))
-    mutated = frozenset(graph.graph_input_names.index(name) for name, _ in graph.mutations
-                        if name in graph.graph_input_names)
+    # inputs the graph changes: copied back at its end, or written in place by a scatter (reinplace.py) -- a CUDA
+    # graph replays on its own copies of the inputs and must copy both kinds back (runtime.CudaGraphRunner)
+    written = {name for name, _ in graph.mutations} | {
+        buf.data.target for buf in graph.buffers if isinstance(getattr(buf, "data", None), ir.Scatter)}
+    mutated = frozenset(graph.graph_input_names.index(name) for name in written if name in graph.graph_input_names)
     return CompiledGraph(module, spec, example_inputs, source, mutated)
 
 

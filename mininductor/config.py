@@ -54,6 +54,10 @@ eviction_policies: bool = True
 # Under Triton's interpreter each program costs milliseconds: use one huge block instead.
 interpret_block_max: int = 1 << 16
 
+# mode="reduce-overhead": CUDA graphs recorded per compiled graph, one per input size signature, at most this many
+# (upstream warns past 8 distinct sizes); calls with further sizes run without a graph.
+cudagraph_max_shapes: int = 8
+
 # "default" | "max-autotune" | "reduce-overhead"; set per call by compile_fx(mode=...).
 mode: str = "default"
 

@@ -435,6 +435,18 @@ class CudaGraphRunner:
     recorded on the real tensors and they are never copied (upstream's cudagraph trees do the same): for the
     MoE that is 1 GB of weights a replay does not move.  Only the other inputs (activations) are copied in, and
     only inputs the graph mutates (``mutated``: their indices) are copied back out after a replay.
+
+    [Note: replayed outputs are new values]  A replay returns the same output tensors as the last one, with new
+    contents written by the GPU, not by a PyTorch op.  So each replay bumps their version counters
+    (``torch.autograd.graph.increment_version``, the API for a kernel that writes behind autograd's back):
+    anything that cached a result by (tensor, version) sees the change.  The tutorial MoE's loop does: its graph
+    returns the next expert's mask, and the shared ``nonzero`` of minidynamo's native stretch
+    ([Note: shared nonzero]) keyed on the same mask object and an unchanged version reused the previous
+    expert's rows -- a wrong answer, found by running the tutorial under ``mode="reduce-overhead"``.  A tensor
+    saved for a backward and then overwritten by a replay now fails the backward's version check, as eager does.
+
+    One runner records one set of input shapes: ``CompiledGraph`` keeps a runner per shape signature (a symbolic
+    graph is called with many), up to ``config.cudagraph_max_shapes``, and runs the others without a graph.
     """
 
     def __init__(self, call, example_inputs: list, mutated: frozenset[int] = frozenset()) -> None:
@@ -466,6 +478,10 @@ class CudaGraphRunner:
             dst, src = self.static_inputs[k], inputs[k]
             if dst.data_ptr() != src.data_ptr():
                 src.copy_(dst)
+            else:  # recorded on the caller's own tensor: the replay changed it behind autograd's back
+                torch.autograd.graph.increment_version(src)
+        # [Note: replayed outputs are new values]
+        torch.autograd.graph.increment_version([o for o in self.static_outputs if isinstance(o, torch.Tensor)])
         return self.static_outputs
 
 

@@ -99,6 +99,12 @@ def test_mask_subscript_is_a_subscript():
     assert torch.equal(mask_subscript(w, m), w[m])
     other = m.clone()  # same values, another tensor: its own indices
     assert torch.equal(mask_subscript(x, other), x[other])
+    # written behind autograd's back (as a CUDA graph replay rewrites its outputs), then announced with
+    # increment_version (mininductor's [Note: replayed outputs are new values]): new indices again
+    assert torch.equal(mask_subscript(w, other), w[other])
+    other.data[0] = False
+    torch.autograd.graph.increment_version(other)
+    assert torch.equal(mask_subscript(w, other), w[other])
     # what a[m] would convert or reject goes to a[m] itself: a 0-d mask, a wrong shape, a non-tensor, a subclass
     assert torch.equal(mask_subscript(w, torch.tensor(True)), w[torch.tensor(True)])
     with pytest.raises(IndexError) as ours:

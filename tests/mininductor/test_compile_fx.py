@@ -1,10 +1,14 @@
 """The backend end to end: ``torch.compile(fn, backend=compile_fx)``, input mutation, fallbacks (counted, never an
 error), extern matmuls, the debug_dir artifacts, the output code's shape (kernel names, memory reuse)."""
+import importlib
 import os
+import types
 
+import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 
 import mininductor
 from mininductor import metrics
@@ -153,6 +157,75 @@ def test_cuda_graph_replay_never_writes_into_another_modules_parameters():
     kind, value = runner([other_weight, x])
     assert kind == "plain" and torch.equal(value, torch.full((3,), 10.0))
     assert torch.equal(recorded_weight, torch.ones(3)) and Replays.count == 1
+
+
+def test_a_replay_says_its_outputs_and_in_place_inputs_changed():
+    """[Note: replayed outputs are new values]: a replay rewrites the same output tensors (and an input recorded
+    in place) behind autograd's back, so it bumps their version counters: a cache keyed on (tensor, version) --
+    minidynamo's shared nonzero -- must not reuse the last replay's result. A stand-in graph (no CUDA needed)."""
+    from mininductor.runtime import CudaGraphRunner
+
+    class Replays:
+        def replay(self):
+            pass
+
+    out, recorded_in_place = torch.zeros(3), torch.zeros(3)
+    runner = object.__new__(CudaGraphRunner)
+    runner.call, runner.mutated, runner.in_place = None, frozenset({0}), [0]
+    runner.static_inputs, runner.graph, runner.static_outputs = [recorded_in_place], Replays(), (out, 7)
+    before = out._version, recorded_in_place._version
+    for _ in range(2):
+        assert runner([recorded_in_place]) == (out, 7)
+    assert (out._version, recorded_in_place._version) == (before[0] + 2, before[1] + 2)
+
+
+def test_reduce_overhead_records_one_cuda_graph_per_input_shape(monkeypatch):
+    """A CUDA graph replays fixed sizes: a graph called with several shapes gets a runner per shape signature, up
+    to ``config.cudagraph_max_shapes``; past that, calls run without one. Values stay eager's throughout. The
+    recording is stood in for (it needs CUDA); the GPU run of this suite records real ones."""
+    compile_fx_module = importlib.import_module("mininductor.compile_fx")  # the package's name is the function
+    recorded = []
+
+    class Runner:
+        def __init__(self, call, inputs, mutated):
+            self.call, self.shapes = call, [tuple(x.shape) for x in inputs]
+            recorded.append(self.shapes)
+
+        def __call__(self, inputs):
+            assert [tuple(x.shape) for x in inputs] == self.shapes  # never replayed at another size
+            return self.call(inputs)
+
+    monkeypatch.setattr(compile_fx_module, "CudaGraphRunner", Runner)
+    monkeypatch.setattr(mininductor.config, "cudagraph_max_shapes", 2)
+
+    def f(x):
+        return (x.sin() + 1).sum(-1)
+
+    module = types.SimpleNamespace(call=lambda inputs: [f(inputs[0])])  # a graph that takes any number of rows
+    compiled = compile_fx_module.CompiledGraph(module, pytree.tree_flatten([0])[1], [torch.randn(3, 4)], "")
+    compiled._use_cudagraphs = True
+    for rows in (3, 5, 3, 6, 5, 6):
+        x = torch.randn(rows, 4)
+        torch.testing.assert_close(compiled(x), [f(x)])
+    assert recorded == [[(3, 4)], [(5, 4)]]  # the third shape is past the limit: it runs plainly
+    assert len(compiled._runners) == 3 and compiled._runners[next(reversed(compiled._runners))] is None
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs need a GPU (MININDUCTOR_TEST_DEVICE=cuda)")
+def test_the_tutorial_moe_under_reduce_overhead_equals_eager():
+    """The tutorial MoE's loop body replays one CUDA graph per row count, and its graph returns the next
+    expert's mask: every batch must still equal eager (it did not, before [Note: replayed outputs are new
+    values] and the per-shape runners)."""
+    import minidynamo
+    from minidynamo.examples.moe import make_moe, make_moe_input
+    minidynamo.reset()
+    model = make_moe("tutorial", "small", seed=0).to(DEVICE).eval()
+    compiled = minidynamo.minicompile(model, mode="reduce-overhead")
+    with torch.no_grad():
+        for seed in range(1, 7):
+            x = make_moe_input("small", seed=seed).to(DEVICE)
+            assert_same(compiled(x)[0], model(x)[0])
+    assert sum(minidynamo.counters["eager_fallback"].values()) == 0
 
 
 def test_phase_times_add_up_without_counting_nested_phases_twice():

@@ -27,6 +27,8 @@ def test_index_add_into_an_input_writes_in_place():
     compiled = check(_index_add, *_inputs(), kernels=2)  # scatter(mul) + (v + 1); no copy of `out`, no write-back
     assert "the scatter writes in place" in compiled.source
     assert ".copy_(" not in compiled.source
+    # the input is still one the graph changes: a CUDA graph replay, which runs on its own copy, copies it back
+    assert compiled.mutated_inputs == frozenset({0})
 
 
 def test_aot_inference_path_writes_in_place_and_skips_the_copy_back():
@@ -36,11 +38,13 @@ def test_aot_inference_path_writes_in_place_and_skips_the_copy_back():
     expected = _index_add(expected_out, idx, v)
     metrics.reset()
     minidynamo.reset()
+    version = out._version
     with torch.no_grad():
         result = minidynamo.minicompile(_index_add)(out, idx, v)
     assert_same(result, expected)
     assert_same(out, expected_out)
     assert metrics.generated_kernel_count == 2
+    assert out._version > version  # a kernel wrote into it: its version says so, as the in-place op's would
 
 
 def test_a_later_reader_of_the_old_value_keeps_the_copy():
