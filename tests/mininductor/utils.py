@@ -2,16 +2,20 @@
 compare with eager PyTorch, the oracle."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
 import torch.utils._pytree as pytree
 
-from mininductor import compile_fx_inner, metrics
+from mininductor import compile_fx_inner, config, metrics
 from mininductor.compile_fx import trace_inference
 
 # MININDUCTOR_TEST_DEVICE=cuda runs the same checks through compiled Triton on a GPU (the device run does this).
 DEVICE = os.environ.get("MININDUCTOR_TEST_DEVICE", "cpu")
+# MININDUCTOR_TEST_MODE=reduce-overhead (with a GPU) compiles every check() in that mode and calls it twice: the
+# second call replays the recorded CUDA graph, on fresh copies of the inputs.
+MODE = os.environ.get("MININDUCTOR_TEST_MODE")
 
 
 def compile_fn(fn, *args):
@@ -25,12 +29,14 @@ def check(fn, *args, atol=1e-5, rtol=1e-5, kernels=None, fallbacks=0, externs=No
     with eager; optionally assert the kernel/fallback/extern counts. Returns the compiled callable."""
     metrics.reset()
     args = [a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args]
-    compiled = compile_fn(fn, *[_clone(a) for a in args])
-    eager_args, our_args = [_clone(a) for a in args], [_clone(a) for a in args]
-    expected, actual = fn(*eager_args), compiled(*our_args)
-    assert_same(actual, expected, atol, rtol)
-    for mine, theirs in zip(our_args, eager_args):
-        assert_same(mine, theirs, atol, rtol)
+    with config.patch(mode=MODE) if MODE else contextlib.nullcontext():
+        compiled = compile_fn(fn, *[_clone(a) for a in args])
+        for _ in range(2 if MODE else 1):
+            eager_args, our_args = [_clone(a) for a in args], [_clone(a) for a in args]
+            expected, actual = fn(*eager_args), compiled(*our_args)
+            assert_same(actual, expected, atol, rtol)
+            for mine, theirs in zip(our_args, eager_args):
+                assert_same(mine, theirs, atol, rtol)
     if kernels is not None:
         assert metrics.generated_kernel_count == kernels, compiled.source
     if fallbacks is not None:
