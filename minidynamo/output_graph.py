@@ -9,6 +9,7 @@ return value.  Mirrors ``torch/_dynamo/output_graph.py``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 import re
 import time
@@ -45,9 +46,22 @@ def is_impure(node: torch.fx.Node) -> bool:
     if name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS:
         return True
     if t in (operator.setitem, torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast) \
-            or "profiler" in str(t) or "out" in node.kwargs:
+            or "profiler" in str(t) or "out" in node.kwargs or has_inplace_flag(node):
         return True
     return any(r in name for r in RANDOM_OPS)
+
+
+def has_inplace_flag(node: torch.fx.Node) -> bool:
+    """``F.relu(x, inplace=True)`` (or ``F.relu(x, True)``): a functional that writes into its input."""
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op != "call_function" or not any(a is True for a in node.args):
+        return False
+    try:
+        bound = inspect.signature(node.target).bind(*node.args, **node.kwargs)
+    except (TypeError, ValueError):  # a builtin without a signature, or arguments it would not take
+        return False
+    return bound.arguments.get("inplace") is True
 
 
 _INPLACE_OPERATORS = {getattr(operator, n) for n in dir(operator) if n.startswith("i") and n[1:] in dir(operator)

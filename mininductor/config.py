@@ -41,6 +41,12 @@ looped_reduction_rblock: int | None = None
 # loop with an unknown trip count did not pipeline.
 welford_looped: bool = True
 
+# True: a pointwise op whose result is fp16/bf16 rounds it to that dtype (kept in fp32 registers) before the next
+# op reads it, as eager does after every op; False rounds only at explicit casts and stores, as Inductor does by
+# default (its ``emulate_precision_casts``), which can differ from eager by an ulp of the low-precision dtype
+# when a chain ends in an fp32 cast (``(x.bfloat16() + 1).float()``). Costs a cast per op, fp16/bf16 only.
+emulate_precision_casts: bool = True
+
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False
 

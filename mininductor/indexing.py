@@ -131,28 +131,68 @@ def size_max(a, b):
     return a if statically_true(sympy.Ge(a, b)) else b
 
 
-def texpr(expr) -> str:
-    """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions)."""
-    return _Printer().doprint(sympy.sympify(expr))
+def texpr(expr, kernel: bool = False) -> str:
+    """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions). ``kernel``: the
+    text goes into a Triton kernel, where a symbolic size is a scalar tensor argument (``max`` is ``tl.maximum``)."""
+    return _Printer(kernel).doprint(sympy.sympify(expr))
 
 
 class _Printer(sympy.printing.str.StrPrinter):
+    def __init__(self, kernel: bool = False):
+        super().__init__()
+        self.kernel = kernel
+
     def _operand(self, e) -> str:
         # ``//`` and ``%`` bind tighter than ``+`` and as tight as ``*``: wrap anything but a name or number
         text = self._print(e)
         return text if e.is_Atom or isinstance(e, (FloorDiv, ModularIndexing)) else f"({text})"
 
     def _print_FloorDiv(self, e):
-        return f"({self._operand(e.args[0])} // {self._print(e.args[1])})"
+        # the divisor is an operand too: a symbolic one is a product (``x // (s0*s1)``, never ``x // s0*s1``)
+        return f"({self._operand(e.args[0])} // {self._operand(e.args[1])})"
 
     def _print_ModularIndexing(self, e):
-        base, div, mod = self._operand(e.args[0]), self._print(e.args[1]), self._print(e.args[2])
+        base, div, mod = (self._operand(a) for a in e.args)
         inner = base if e.args[1] == 1 else f"({base} // {div})"
         return f"({inner} % {mod})"
 
     def _print_Mul(self, e):
         # keep integer math: "8*x0", never "x0/2"
         return "*".join(self.parenthesize(a, 50) for a in e.args)
+
+    def _print_Pow(self, e, rational=False):
+        # ``s0**2`` (a symbolic size squared, e.g. the stride of a flattened square): Triton's interpreter has no
+        # ``**`` for its scalar tensors, so a positive integer power is a product
+        base, exp = e.args
+        if exp.is_Integer and exp > 0:
+            return "(" + "*".join([self._operand(base)] * int(exp)) + ")"
+        return super()._print_Pow(e, rational)
+
+    def _print_floor(self, e):
+        # ``(s0**2 + 1) // 2`` (the length of ``x.view(-1)[::2]``) is sympy's ``floor(s0**2/2 + 1/2)``: back to ``//``
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        if not (den.is_Integer and den > 0):
+            return self._print_Function(e)
+        return self._print(num) if den == 1 else f"({self._operand(num)} // {den})"
+
+    def _print_ceiling(self, e):
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        if not (den.is_Integer and den > 0):
+            return self._print_Function(e)
+        return self._print(num) if den == 1 else f"(-((-{self._operand(num)}) // {den}))"
+
+    def _print_Max(self, e):
+        # ``Max(1, s0 - s1 + 3)``: the stride torch gives a dim that could be empty (a conv's output length)
+        return self._min_max(e, "tl.maximum" if self.kernel else "max")
+
+    def _print_Min(self, e):
+        return self._min_max(e, "tl.minimum" if self.kernel else "min")
+
+    def _min_max(self, e, fn: str) -> str:
+        text = self._print(e.args[-1])
+        for a in reversed(e.args[:-1]):
+            text = f"{fn}({self._print(a)}, {text})"
+        return text
 
 
 def linear_stride(expr, var) -> int | None:

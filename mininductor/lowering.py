@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from . import ir
+from . import config, ir
 from .ir import Pointwise, TensorBox
 from .virtualized import V, ops
 
@@ -126,9 +126,14 @@ def pointwise(args: Sequence, fn: Callable, dtype: torch.dtype, compute_dtype: t
 
     def inner_fn(index):
         result = fn(*[load(index) for load in loaders])
-        return ops.to_dtype(result, dtype) if compute_dtype != dtype else result
+        return ops.to_dtype(result, dtype) if compute_dtype != dtype or _emulate_cast(dtype) else result
 
     return TensorBox.create(Pointwise(device_of(args), dtype, inner_fn, shape, origins=origins_of(args)))
+
+
+def _emulate_cast(dtype: torch.dtype) -> bool:
+    """Round a low-precision result after its op, as eager does (``config.emulate_precision_casts``)."""
+    return dtype in (torch.float16, torch.bfloat16) and config.emulate_precision_casts
 
 
 def _make_arg_loader(a, shape, dtype):

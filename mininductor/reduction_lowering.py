@@ -50,7 +50,9 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
         empty = {"sum": 0, "prod": 1, "any": False, "all": True}[reduction_type]  # eager's empty reductions
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, lambda index: ops.constant(empty, dtype),
                                                ranges))
-    elif product(rranges) == 1 and reduction_type not in ("argmax", "argmin"):
+    elif product(rranges) == 1 and reduction_type in ("argmax", "argmin"):  # one candidate: its index, 0
+        result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, lambda index: ops.constant(0, dtype), ranges))
+    elif product(rranges) == 1:
         body = lambda index: ops.to_dtype(inner_fn(index, [0] * len(rranges)), dtype)
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, body, ranges, origins=origins_of([x])))
     elif _should_split(ranges, rranges, reduction_type):

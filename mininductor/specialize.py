@@ -51,11 +51,17 @@ from collections.abc import Callable
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import config, metrics
 
 SYM_TYPES = (torch.SymInt, torch.SymBool, torch.SymFloat)
+DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode)
 
 
 def is_symbolic_graph(gm: torch.fx.GraphModule, example_inputs: list) -> bool:
@@ -159,8 +165,25 @@ class PerShapeCompiled:
 
     def _compile(self, args: list) -> Callable:
         metrics.specialisations += 1
-        static_gm = specialize_graph(self.gm, args)
+        try:
+            static_gm = specialize_graph(self.gm, args)
+        except DATA_DEPENDENT_ERRORS as e:
+            # ``x[i]`` with a 0-d index tensor, ``nonzero``: a size depends on values, so no constant stands for
+            # it; run the graph eagerly, as ``compile_fx`` does with a static graph of this kind
+            warnings.warn(f"mininductor: running the graph eagerly, it has a data-dependent shape ({e})")
+            metrics.fallback_count += 1
+            metrics.fallback_ops.append("whole graph (data-dependent shape)")
+            return _run_eagerly(self.gm, args)
         return self.compile_static(static_gm, [a for a in args if isinstance(a, torch.Tensor)])
+
+
+def _run_eagerly(gm: torch.fx.GraphModule, args: list) -> Callable:
+    """``gm`` as a callable of the tensor inputs only (what ``PerShapeCompiled`` passes); the non-tensor inputs
+    are those of ``args``, which the shape key fixes."""
+    def run(*tensors):
+        it = iter(tensors)
+        return gm(*[next(it) if isinstance(a, torch.Tensor) else a for a in args])
+    return run
 
 
 def specialize_graph(gm: torch.fx.GraphModule, args: list) -> torch.fx.GraphModule:

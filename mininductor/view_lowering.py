@@ -7,6 +7,7 @@ and ``ir.py``'s ``View``/``ExpandView``/``PermuteView``/``SliceView``).
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import sympy
@@ -85,7 +86,10 @@ def slice_(x, dim=0, start=None, end=None, step=1):
     size = list(x.get_size())
     dim = dim % len(size)
     n = size[dim]
-    start, end = 0 if start is None else start, n if end is None else end
+    start = 0 if start is None else start
+    # ``x[a:]`` traces with end = 2**63 - 1: that is the dim's size (a symbolic size, ``s0**2``, has no upper
+    # bound sympy could compare it with)
+    end = n if end is None or isinstance(end, int) and end >= sys.maxsize else end
     start = size_min(size_max(start + n if start < 0 else start, 0), n)
     end = size_min(size_max(end + n if end < 0 else end, start), n)
     new = list(size)

@@ -209,7 +209,7 @@ class TritonKernel(ReductionCodegenMixin):
         """A size in kernel source: its symbols become int arguments of the kernel."""
         expr = sympy.sympify(expr)
         self.size_vars |= {s for s in expr.free_symbols if s.is_positive}
-        return texpr(expr)
+        return texpr(expr, kernel=True)
 
     def _index(self, expr) -> str:
         expr = simplify_index(sympy.sympify(expr))
@@ -218,7 +218,7 @@ class TritonKernel(ReductionCodegenMixin):
         for atom in expr.atoms(FloorDiv, ModularIndexing):
             if atom.args[0] in (XINDEX, RINDEX):
                 replacements[atom] = sym(self._index_var(atom))
-        return texpr(expr.xreplace(replacements))
+        return texpr(expr.xreplace(replacements), kernel=True)
 
     def _index_var(self, atom) -> str:
         if atom not in self.index_vars:
@@ -227,7 +227,7 @@ class TritonKernel(ReductionCodegenMixin):
         return self.index_vars[atom]
 
     def _index_var_lines(self, prefix: str) -> list[str]:
-        return [f"{name} = {texpr(atom)}" for atom, name in self.index_vars.items() if name[0] == prefix]
+        return [f"{name} = {texpr(atom, kernel=True)}" for atom, name in self.index_vars.items() if name[0] == prefix]
 
     def _mask(self, index_str: str, r_node: bool) -> str | None:
         masks = ["xmask"]
