@@ -55,7 +55,7 @@ from .variables import (
     wrap_constant_result,
 )
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import binary_op, compare_op, is_op, unary_op
+from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.misc import ExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
@@ -620,11 +620,7 @@ class InstructionTranslatorBase:
             self.pop()
 
     def GET_ITER(self, inst):
-        obj = self.pop()
-        if isinstance(obj, ListIteratorVariable):
-            self.push(obj)
-        else:
-            self.push(ListIteratorVariable(obj.unpack_var_sequence(self)))
+        self.push(get_iterator(self, self.pop()))
 
     def FOR_ITER(self, inst):
         it = self.stack[-1]

@@ -20,14 +20,19 @@ import torch
 from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
-from .dicts import DictVariable, SetVariable, const_key
+from .dicts import DictIteratorVariable, DictVariable, DictViewVariable, SetVariable, const_key
 from .lists import (
     BaseListVariable,
+    EnumerateVariable,
+    FilterVariable,
+    ListElementIteratorVariable,
     ListIteratorVariable,
     ListVariable,
+    MapVariable,
     RangeVariable,
     SliceVariable,
     TupleVariable,
+    ZipVariable,
 )
 from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
 from .tensor import TensorVariable, call_graph_op
@@ -63,6 +68,19 @@ def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
     return ConstantVariable(any(identical_or_equal(tx, i, x) for i in items))
 
 
+def get_iterator(tx, obj: VariableTracker) -> ListIteratorVariable:
+    """``iter(obj)`` (``GET_ITER``): an iterator is itself; a list is walked live; anything else by its items."""
+    if isinstance(obj, ListIteratorVariable):
+        return obj
+    if type(obj) is ListVariable:
+        return ListElementIteratorVariable(obj)
+    if isinstance(obj, DictVariable):
+        return DictIteratorVariable(obj)
+    if isinstance(obj, DictViewVariable):
+        return DictIteratorVariable(obj.dict_vt, obj.kind)
+    return ListIteratorVariable(obj.unpack_var_sequence(tx))
+
+
 def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
     """Arithmetic or a comparison with a symbolic int among numbers: one more node in the graph (sym_node.py)."""
     if any(isinstance(a, SymNodeVariable) for a in args) and all(is_numeric(a) for a in args):
@@ -88,6 +106,8 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         return type(a)(a.items + b.items) if type(a) in (ListVariable, TupleVariable) else TupleVariable(a.items + b.items)
     if isinstance(a, BaseListVariable) and b.is_python_constant() and op in (operator.mul, operator.imul):
         return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items * b.as_python_constant())
+    if (isinstance(a, DictViewVariable) or isinstance(b, DictViewVariable)) and op in SET_OPERATORS:
+        return view_set_op(tx, op, a, b)
     if isinstance(a, DictVariable) and isinstance(b, DictVariable) and op in (operator.or_,):
         return DictVariable({**a.items, **b.items})
     from .user_defined import UserDefinedObjectVariable
@@ -95,6 +115,20 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         dunder = f"__{op.__name__.strip('_')}__"
         return a.call_method(tx, dunder, [b], {})
     unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+
+SET_OPERATORS = (operator.and_, operator.or_, operator.sub, operator.xor)
+
+
+def view_set_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """``d1.keys() & d2.keys()``, ``d.keys() - {"x"}``...: the result is a new ``set`` of constants."""
+    def as_set(v):
+        if isinstance(v, DictViewVariable):
+            return v.as_python_set()
+        if isinstance(v, SetVariable) or v.has_unpack_var_sequence(tx):
+            return {const_key(i) for i in v.unpack_var_sequence(tx)}
+        unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+    return SetVariable([ConstantVariable(v) for v in op(as_set(a), as_set(b))])
 
 
 def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
@@ -210,9 +244,7 @@ class BuiltinVariable(VariableTracker):
         return SliceVariable(list(args))
 
     def call_iter(self, tx, obj):
-        if isinstance(obj, ListIteratorVariable):
-            return obj
-        return ListIteratorVariable(obj.unpack_var_sequence(tx))
+        return get_iterator(tx, obj)
 
     def call_next(self, tx, it, default=None):
         if not isinstance(it, ListIteratorVariable):
@@ -226,22 +258,21 @@ class BuiltinVariable(VariableTracker):
 
     def call_enumerate(self, tx, iterable, start=None):
         s = start.as_python_constant() if start else 0
-        items = iterable.unpack_var_sequence(tx)
-        return ListIteratorVariable([TupleVariable([ConstantVariable(s + k), v]) for k, v in enumerate(items)])
+        return EnumerateVariable(get_iterator(tx, iterable), s)
 
     def call_zip(self, tx, *iterables, strict=None):
-        seqs = [it.unpack_var_sequence(tx) for it in iterables]
-        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*seqs)])
+        if strict is not None and strict.as_python_constant():
+            seqs = [it.unpack_var_sequence(tx) for it in iterables]
+            if len({len(seq) for seq in seqs}) > 1:
+                unimplemented("zip(strict=True) over iterables of different lengths")
+            return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*seqs)])
+        return ZipVariable([get_iterator(tx, it) for it in iterables])
 
     def call_map(self, tx, fn, *iterables):
-        seqs = [it.unpack_var_sequence(tx) for it in iterables]
-        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*seqs)])
+        return MapVariable(fn, [get_iterator(tx, it) for it in iterables])
 
     def call_filter(self, tx, fn, iterable):
-        items = iterable.unpack_var_sequence(tx)
-        if isinstance(fn, ConstantVariable) and fn.value is None:
-            return ListIteratorVariable([i for i in items if i.truth(tx)])
-        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truth(tx)])
+        return FilterVariable(fn, [get_iterator(tx, iterable)])
 
     def call_reversed(self, tx, seq):
         return ListIteratorVariable(list(reversed(seq.unpack_var_sequence(tx))))
