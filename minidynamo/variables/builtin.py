@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import itertools
 import math
 import operator
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -53,11 +55,64 @@ def identity_value(v: VariableTracker) -> Any:
 
 
 def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b``: what ``in``, ``list.index`` and ``list.remove`` ask of each item."""
     if a is b:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
+    if user_comparison_owner(a, "__eq__") or user_comparison_owner(b, "__eq__"):
+        if identity_value(a) is identity_value(b):
+            return True
+        result = compare_op(tx, operator.eq, a, b)
+        if not result.is_python_constant():
+            unimplemented(f"a user __eq__ returned {result.describe()}")
+        return bool(result.as_python_constant())
     return identity_value(a) is identity_value(b)
+
+
+# operator -> (the dunder Python tries on the left operand, the reflected one it tries on the right)
+COMPARE_DUNDERS = {operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+                   operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+                   operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__")}
+
+
+def user_comparison_owner(v: VariableTracker, name: str) -> bool:
+    """Is ``v`` a user object whose class defines the comparison ``name`` (other than ``object``'s)?"""
+    from .user_defined import UserDefinedObjectVariable
+    if not isinstance(v, UserDefinedObjectVariable):
+        return False
+    found = next((k.__dict__[name] for k in v.cls.__mro__ if name in k.__dict__), None)
+    return found is not None and found is not getattr(object, name)
+
+
+def user_comparison(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    """``a == b`` (``<``, ...) where a user class defines the comparison: Python calls its dunder, so do we.
+
+    ``a != b`` with only ``__eq__`` defined is ``not a.__eq__(b)`` (``object.__ne__``).  A dunder that is not a
+    Python function (a C type's), a ``NotImplemented`` answer, or user objects of two classes (whose reflected
+    order Python decides by subclassing) are refused: eager then compares.  None: no user comparison involved.
+    """
+    from .user_defined import UserDefinedObjectVariable
+    name, reflected = COMPARE_DUNDERS[op]
+    names = (name, "__eq__") if op is operator.ne else (name,)
+    owners = [(v, n) for v, n in ((a, x) for x in names) if user_comparison_owner(v, n)] + \
+             [(v, n) for v, n in ((b, x) for x in (reflected, *names[1:])) if user_comparison_owner(v, n)]
+    if not owners:
+        return None
+    if isinstance(a, UserDefinedObjectVariable) and isinstance(b, UserDefinedObjectVariable) and a.cls is not b.cls:
+        unimplemented(f"comparison {op.__name__} of objects of two user classes")
+    obj, dunder = owners[0]
+    other = b if obj is a else a
+    if not isinstance(inspect.getattr_static(obj.cls, dunder), types.FunctionType):
+        unimplemented(f"{obj.cls.__name__}.{dunder} is not a Python function")
+    result = obj.call_method(tx, dunder, [other], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        unimplemented(f"{obj.cls.__name__}.{dunder} returned NotImplemented")
+    if op is operator.ne and dunder == "__eq__":
+        if not result.is_python_constant():
+            unimplemented(f"{obj.cls.__name__}.__eq__ returned {result.describe()}")
+        return ConstantVariable(not result.as_python_constant())
+    return result
 
 
 def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
@@ -135,6 +190,8 @@ def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Vari
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_graph_op(tx, "call_function", op, [a, b], {})
     if (result := sym_op(tx, op, [a, b])) is not None:
+        return result
+    if (result := user_comparison(tx, op, a, b)) is not None:
         return result
     try:
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})

@@ -60,6 +60,21 @@ class BaseListVariable(VariableTracker):
         except (IndexError, TypeError) as e:
             unimplemented(f"{self.container.__name__} index {idx!r}: {e}")
 
+    def _matching(self, tx, x: VariableTracker, first_only: bool) -> list[int]:
+        """Indices of the items equal to ``x`` as ``list.index``/``count`` compare: ``is``, then ``==``.  An
+        ``==`` between two different tensors is elementwise (and its truth an error): refused."""
+        from .builtin import identical_or_equal
+        from .tensor import TensorVariable
+        hits = []
+        for k, item in enumerate(self.items):
+            if item is not x and (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)):
+                unimplemented("`==` between tensors in list.index/count compares values")
+            if identical_or_equal(tx, item, x):
+                hits.append(k)
+                if first_only:
+                    break
+        return hits
+
     def new_like(self, items):
         return type(self)(items)
 
@@ -71,6 +86,13 @@ class BaseListVariable(VariableTracker):
         if name == "__contains__":
             from .builtin import contains
             return contains(tx, self.items, args[0])
+        if name in ("index", "count") and len(args) == 1 and not self.is_python_constant():
+            hits = self._matching(tx, args[0], first_only=name == "index")
+            if name == "count":
+                return ConstantVariable(len(hits))
+            if not hits:
+                unimplemented(f"{self.container.__name__}.index of a value not in it")
+            return ConstantVariable(hits[0])
         if name in ("index", "count"):
             consts = self.as_python_constant()
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))

@@ -96,3 +96,15 @@ def test_dict_view_type_and_liveness(md, kind):
 
     eager, compiled = _both(md, fn, lambda: (torch.ones(1), {"a": 1}))
     assert compiled[0][1:] == eager[0][1:]
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_subtracting_a_bool_raises_as_in_eager(md, backend):
+    mask = torch.tensor([True, False])
+
+    def fn(x):  # fake tensors accept it (their meta function checks only two bool tensors); eager raises
+        return x - True, x - mask
+
+    md.reset()
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
+        md.minicompile(fn, backend=backend)(torch.ones(2))

@@ -213,3 +213,10 @@ def local_containers_aliased_across_a_break(x):
     d["y"] = x + 1
     return b, a is b, holder[0] is d, holder
 
+
+
+@program(lambda: (t(2),))
+def tensor_made_to_require_grad_inside(x):
+    w = torch.ones(2).requires_grad_()  # a new leaf of the autograd graph: eager makes it (graph break)
+    y = (x * w).sum()
+    return y, y.requires_grad, w.is_leaf
