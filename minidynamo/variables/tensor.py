@@ -149,10 +149,24 @@ def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> Varia
     fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
     grad_leaves = [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
     check_bool_subtraction(target, fake_args)
+    if writes_in_place(target, kwargs):
+        tx.output.side_effects.writes += 1  # see [Note: eager generators]
     example = run_fake(tx, kind, target, fake_args, fake_kwargs)
     check_no_new_grad_leaf(target, example, grad_leaves)
     proxy = tx.output.create_proxy(kind, target, tuple(proxy_args), proxy_kwargs)
     return wrap_fx_result(tx, proxy, example)
+
+
+IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.imatmul}
+
+
+def writes_in_place(target: Any, kwargs: dict) -> bool:
+    """``x.add_(1)``, ``x[i] = v``, ``x += y``, ``torch.relu_(x)``, ``torch.add(a, b, out=c)``: a tensor changes."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return ("out" in kwargs or target in IN_PLACE_OPERATORS or
+            isinstance(name, str) and name.endswith("_") and not name.endswith("__"))
 
 
 SUBTRACTIONS = {operator.sub, operator.isub, torch.sub, torch.subtract, torch.rsub, "sub", "sub_", "subtract",
