@@ -164,13 +164,9 @@ class NNModuleVariable(VariableTracker):
         if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m._modules)
         if name in ("keys", "values", "items") and isinstance(m, torch.nn.ModuleDict):
-            keys = list(m._modules)
-            vals = [self._child(tx, k, m._modules[k]) for k in keys]
-            if name == "keys":
-                return ListIteratorVariable([ConstantVariable(k) for k in keys])
-            if name == "values":
-                return ListIteratorVariable(vals)
-            return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, vals)])
+            # a view of ``m._modules`` (re-iterable, with a len), as ModuleDict returns; not an iterator
+            from .dicts import DictVariable, DictViewVariable
+            return DictViewVariable(DictVariable({k: self._child(tx, k, sub) for k, sub in m._modules.items()}), name)
         if name in ("parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
                     "named_children", "named_modules"):
             return self._iterate(tx, name, args, kwargs)

@@ -509,3 +509,19 @@ class SlicedContainers(nn.Module):
 @module_program(lambda: (t(2, 3),))
 def sliced_modulelist_and_sequential():
     return SlicedContainers()
+
+
+class HeadsByName(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
+
+    def forward(self, x):
+        names = self.heads.keys()  # a view: it has a len and iterates again
+        outs = [self.heads[k](x) for k in names]
+        return sum(outs) * len(names), list(names), "a" in names, [type(m).__name__ for m in self.heads.values()]
+
+
+@module_program(lambda: (t(3, 2),))
+def moduledict_keys_view():
+    return HeadsByName()
