@@ -844,10 +844,10 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
     [Note: eager generators]  Python runs a generator's body only as items are asked for: ``any(check(v) for v in
     xs)`` stops at the first true ``check``, and a consumer's own writes interleave with the body's.  Run up front,
     the body's side effects would all happen, and happen first.  So a generator whose run writes anything outside
-    itself (a list, an attribute, a global, an enclosing variable, a tensor in place: ``SideEffects.writes``) is
-    refused: a graph break at the call, after which Python makes and drives the real generator.  A pure body is
-    run up front (its values do not depend on when it runs), at most ``MAX_YIELDS`` items: an endless generator
-    (``while True: yield``) is refused too.
+    itself (a list, an attribute, a global, an enclosing variable, a tensor in place, the global RNG by drawing
+    from it: ``SideEffects.writes``) is refused: a graph break at the call, after which Python makes and drives
+    the real generator.  A pure body is run up front (its values do not depend on when it runs), at most
+    ``MAX_YIELDS`` items: an endless generator (``while True: yield``) is refused too.
     """
 
     MAX_YIELDS = 1000

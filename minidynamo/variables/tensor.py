@@ -149,7 +149,7 @@ def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> Varia
     fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
     grad_leaves = [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
     check_bool_subtraction(target, fake_args)
-    if writes_in_place(target, kwargs):
+    if writes_in_place(target, kwargs) or draws_random(target):
         tx.output.side_effects.writes += 1  # see [Note: eager generators]
     example = run_fake(tx, kind, target, fake_args, fake_kwargs)
     check_no_new_grad_leaf(target, example, grad_leaves)
@@ -167,6 +167,18 @@ def writes_in_place(target: Any, kwargs: dict) -> bool:
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
     return ("out" in kwargs or target in IN_PLACE_OPERATORS or
             isinstance(name, str) and name.endswith("_") and not name.endswith("__"))
+
+
+RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+              "bernoulli", "multinomial", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+              "feature_alpha_dropout", "rrelu", "native_dropout"}
+
+
+def draws_random(target: Any) -> bool:
+    """``torch.randn``, ``F.dropout``...: the op advances the global RNG, so when it runs changes what it draws
+    (and what later draws get).  Dropout counts even in eval mode: at worst a needless graph break."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name in RANDOM_OPS
 
 
 SUBTRACTIONS = {operator.sub, operator.isub, torch.sub, torch.subtract, torch.rsub, "sub", "sub_", "subtract",
