@@ -15,9 +15,18 @@ from bytecode import Instr
 from . import bytecode_transformation as bt
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
-from .variables.dicts import DictVariable
+from .variables.dicts import DictVariable, SetVariable
+from .variables.lists import BaseListVariable, ListIteratorVariable
 
 GRAPH_OUT = "___graph_out"
+
+# [Note: one object per tracker]  A list, dict, set or tuple made inside the compiled frame is one tracker however
+# many names, containers and stack slots hold it (``a = [x]; b = a``).  Rebuilt once per reference it would become
+# several objects: ``return a, a`` would give two lists, and after a graph break ``a.append(1)`` would not show in
+# ``b``.  So the first rebuild keeps the object in a temporary and later ones load it (upstream's
+# ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object.  Sourced values are
+# reloaded from their source, which is the same object anyway.
+REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable)
 
 
 class PyCodegen:
@@ -28,6 +37,9 @@ class PyCodegen:
         self.graph_outputs = graph_outputs or {}  # id(tracker) -> index in the graph's output tuple
         self.instructions: list[Instr] = []
         self.source_locals: dict[str, str] = {}  # source name -> the local holding its value (load_graph_inputs)
+        # id(tracker) -> (the local holding the object it was rebuilt as, the tracker): see [Note: one object
+        # per tracker].  The tracker is kept so that its id cannot be reused by a temporary one.
+        self.tempvars: dict[int, tuple[str, VariableTracker]] = {}
 
     def __call__(self, vt: VariableTracker) -> None:
         """Push ``vt``'s value on the stack."""
@@ -39,7 +51,15 @@ class PyCodegen:
         if vt.source is not None:  # the real object (after side effects were applied to it)
             vt.source.reconstruct(self)
             return
+        if id(vt) in self.tempvars:
+            self.load_local(self.tempvars[id(vt)][0])
+            return
         vt.reconstruct(self)
+        if isinstance(vt, REBUILT_ONCE):
+            name = f"___tmp_{len(self.tempvars)}"
+            self.append(Instr("COPY", 1))
+            self.store_local(name)
+            self.tempvars[id(vt)] = (name, vt)
 
     def append(self, *instrs: Instr) -> None:
         self.instructions.extend(instrs)

@@ -41,9 +41,9 @@ from .source import LocalSource
 from .utils import counters
 from .variables.base import VariableTracker
 from .variables.builder import LazyVariableTracker
-from .variables.dicts import DictVariable
+from .variables.dicts import DictIteratorVariable, DictVariable, DictViewVariable
 from .variables.functions import CellVariable
-from .variables.lists import BaseListVariable, ListIteratorVariable, SliceVariable
+from .variables.lists import BaseListVariable, LazyIteratorVariable, ListIteratorVariable, SliceVariable
 from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 
@@ -199,6 +199,12 @@ def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
                 out.setdefault(id(v), v)
         elif v.source is not None:
             return
+        elif isinstance(v, (DictViewVariable, DictIteratorVariable)):
+            walk(v.dict_vt)
+        elif isinstance(v, LazyIteratorVariable):  # zip, map...: their iterators (and function)
+            for it in v.iterators:
+                walk(it)
+            walk(getattr(v, "fn", None))
         elif isinstance(v, (BaseListVariable, ListIteratorVariable, SliceVariable)):
             for item in v.items:
                 walk(item)

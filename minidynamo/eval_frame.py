@@ -144,7 +144,10 @@ class CompileContext:
         code = fn.__code__
         if code in self.skipped:
             return fn(*args, **kwargs)
-        f_locals = self.frame_locals(fn, args, kwargs)
+        try:
+            f_locals = self.frame_locals(fn, args, kwargs)
+        except TypeError:  # arguments that do not fit: CPython raises its own TypeError, with its own message
+            return fn(*args, **kwargs)
         entries = self.cache.get(code)
         if entries is None:
             entries = self.cache[code] = CacheEntries()

@@ -72,6 +72,11 @@ def tensor_match(t: Any, meta: TensorMeta) -> bool:
             and (t.stride() == meta.stride or _dims_match(t.stride(), meta.stride)) and t.device == meta.device)
 
 
+# NO_TENSOR_ALIASING: the tensor inputs are distinct objects; NO_ALIASING: so are the lists, dicts and user objects
+# (see [Note: aliased inputs] in variables/builder.py).  DUPLICATE_INPUT: an input is the same object as another.
+ALIASING_KINDS = ("NO_TENSOR_ALIASING", "NO_ALIASING")
+
+
 def no_aliasing(*tensors) -> bool:
     return len({id(t) for t in tensors}) == len(tensors)
 
@@ -105,7 +110,7 @@ class Guard:
     source: Source | None
     expected: Any = None
     user_frame: traceback.FrameSummary | None = None
-    extra: tuple = ()  # NO_TENSOR_ALIASING: the other sources
+    extra: tuple = ()  # NO_TENSOR_ALIASING / NO_ALIASING: the other sources; DUPLICATE_INPUT: the first one
 
     def key(self) -> tuple:
         return (self.kind, self.source.name() if self.source else None, tuple(s.name() for s in self.extra))
@@ -141,8 +146,10 @@ class Guard:
             return "autocast (enabled, dtype) for cpu, cuda == " + ", ".join(f"({e}, {d})" for e, d in self.expected)
         if self.kind == "BUILTIN_NOT_SHADOWED":
             return f"{self.expected!r} not in G"
-        if self.kind == "NO_TENSOR_ALIASING":
+        if self.kind in ALIASING_KINDS:
             return "distinct from " + ", ".join(s.name() for s in self.extra)
+        if self.kind == "DUPLICATE_INPUT":
+            return f"is {self.extra[0].name()}"
         return str(self.expected)
 
     def where(self) -> str:
@@ -193,9 +200,12 @@ class GuardManager:
         """The guard as a Python expression; ``spell`` writes a source (by default: its full name)."""
         v = f"___v{k}"
         self.closure[v] = g.expected
-        s = (spell or (lambda src: src.name()))(g.source) if g.source else None
-        if g.kind == "NO_TENSOR_ALIASING" and spell is not None:
-            return f"___no_aliasing({', '.join([s] + [spell(o) for o in g.extra])})"
+        name_of = spell or (lambda src: src.name())
+        s = name_of(g.source) if g.source else None
+        if g.kind in ALIASING_KINDS:
+            return f"___no_aliasing({', '.join([s] + [name_of(o) for o in g.extra])})"
+        if g.kind == "DUPLICATE_INPUT":
+            return f"{s} is {name_of(g.extra[0])}"
         if g.kind == "TENSOR_MATCH" and spell is not None:
             return self._inline_tensor_match(k, g.expected, s)
         if g.kind == "AUTOCAST" and spell is not None:
@@ -237,8 +247,6 @@ class GuardManager:
             return f"{v} not in G"
         if g.kind == "SHAPE_ENV":  # a relation over sizes and int arguments, e.g. 2 <= L['x'].size()[0]
             return g.expected
-        if g.kind == "NO_TENSOR_ALIASING":
-            return f"___no_aliasing({', '.join([s] + [o.name() for o in g.extra])})"
         raise AssertionError(g.kind)
 
     def _inline_tensor_match(self, k: int, meta: TensorMeta, s: str) -> str:
@@ -364,7 +372,7 @@ def _guard_rank(g: Guard) -> tuple[int, int]:
         return (-2, 1)  # 2 <= L['rows'].size()[0] <= 4: what tells a symbolic entry's cases apart, and cheap
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
-    if g.kind == "NO_TENSOR_ALIASING":
+    if g.kind in ALIASING_KINDS or g.kind == "DUPLICATE_INPUT":
         return (1 << 20, 0)  # a relation between several inputs: after each input's own guards
     return (_depth(g.source), 0 if g.kind in _EXACT_KINDS else 1)
 

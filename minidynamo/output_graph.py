@@ -108,6 +108,8 @@ class OutputGraph:
         self.graph_inputs: list[tuple[Source, torch.Tensor, torch.fx.Proxy]] = []
         self.source_cache: dict[str, VariableTracker] = {}
         self.tensor_by_id: dict[int, TensorVariable] = {}
+        # id -> (object, tracker) of the lists, dicts and user objects read from the frame: [Note: aliased inputs]
+        self.object_by_id: dict[int, tuple[Any, VariableTracker]] = {}
         self.guards: dict[tuple, Guard] = {}
         self.side_effects = SideEffects()
         self.root_cells: dict[int, Any] = {}
@@ -137,6 +139,9 @@ class OutputGraph:
         tensors = [s for s, v, _ in self.graph_inputs if isinstance(v, torch.Tensor)]
         if len(tensors) > 1:
             guards.append(Guard("NO_TENSOR_ALIASING", tensors[0], None, None, tuple(tensors[1:])))
+        objects = [vt.source for _, vt in self.object_by_id.values()]
+        if len(objects) > 1:
+            guards.append(Guard("NO_ALIASING", objects[0], None, None, tuple(objects[1:])))
         return guards
 
     def refreshed_tensor_match(self, g: Guard) -> Guard:
@@ -160,8 +165,7 @@ class OutputGraph:
         """A tensor read from the frame becomes a placeholder (deduplicated by identity)."""
         if id(value) in self.tensor_by_id:
             existing = self.tensor_by_id[id(value)]
-            self.add_guard("ID_MATCH", source, None)  # replaced below: alias guard
-            self.guards.pop(("ID_MATCH", source.name(), ()), None)
+            self.add_guard("DUPLICATE_INPUT", source, None, (existing.source,))
             return existing
         fake = self.fakify(source, value)
         self.input_fakes[source.name()] = (value, fake)

@@ -36,13 +36,18 @@ class SideEffects:
         self.mutated: dict[int, VariableTracker] = {}  # sourced lists/dicts/sets changed in place
         self.global_stores: dict[str, VariableTracker] = {}
         self.order: list[tuple[str, object]] = []
+        # every write the traced code made (to any container, attribute, global, enclosing cell, or tensor in
+        # place), sourced or not: a generator whose run changes it has side effects ([Note: eager generators])
+        self.writes = 0
 
     def mutate(self, obj: VariableTracker) -> None:
+        self.writes += 1
         if obj.source is not None and id(obj) not in self.mutated:
             self.mutated[id(obj)] = obj
             self.order.append(("mutate", obj))
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self.writes += 1
         entry = self.attr_stores.setdefault(attr_key(obj), (obj, {}))
         if name not in entry[1] and obj.source is not None:
             self.order.append(("attr", (entry[0], name)))
@@ -70,12 +75,14 @@ class SideEffects:
         return self.attr_stores[attr_key(obj)][1][name]
 
     def store_global(self, name: str, value: VariableTracker) -> None:
+        self.writes += 1
         if name not in self.global_stores:
             self.order.append(("global", name))
         self.global_stores[name] = value
 
     def advance_iterator(self, it: VariableTracker) -> None:
         """An input iterator the trace took items from (``TupleIteratorVariable``): advanced by ``it.consumed``."""
+        self.writes += 1
         if ("advance", it) not in self.order:
             self.order.append(("advance", it))
 

@@ -55,7 +55,7 @@ from .variables import (
     wrap_constant_result,
 )
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import binary_op, compare_op, is_op, unary_op
+from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.misc import ExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
@@ -282,6 +282,8 @@ class InstructionTranslatorBase:
             unimplemented(f"assigning to the enclosing function's variable {inst.argval!r} (nonlocal)",
                           "return the new value instead of assigning a nonlocal")
         cell.set(self.pop())  # a cell of the compiled frame: written for real by convert_frame.cell_stores
+        if inst.argval in self.f_code.co_freevars:  # an enclosing function's variable (nonlocal)
+            self.output.side_effects.writes += 1
 
     def DELETE_DEREF(self, inst):
         cell = self.cells[inst.argval]
@@ -620,11 +622,7 @@ class InstructionTranslatorBase:
             self.pop()
 
     def GET_ITER(self, inst):
-        obj = self.pop()
-        if isinstance(obj, ListIteratorVariable):
-            self.push(obj)
-        else:
-            self.push(ListIteratorVariable(obj.unpack_var_sequence(self)))
+        self.push(get_iterator(self, self.pop()))
 
     def FOR_ITER(self, inst):
         it = self.stack[-1]
@@ -841,17 +839,34 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
 class InliningGeneratorTranslator(InliningInstructionTranslator):
     """A generator (``x for x in xs``, a ``def`` with ``yield``) is run to exhaustion when called; the call returns
-    an iterator over everything it yielded.  (Upstream also inlines generators; it keeps them lazy.)"""
+    an iterator over everything it yielded.  (Upstream also inlines generators; it keeps them lazy.)
+
+    [Note: eager generators]  Python runs a generator's body only as items are asked for: ``any(check(v) for v in
+    xs)`` stops at the first true ``check``, and a consumer's own writes interleave with the body's.  Run up front,
+    the body's side effects would all happen, and happen first.  So a generator whose run writes anything outside
+    itself (a list, an attribute, a global, an enclosing variable, a tensor in place, the global RNG by drawing
+    from it: ``SideEffects.writes``) is refused: a graph break at the call, after which Python makes and drives
+    the real generator.  A pure body is run up front (its values do not depend on when it runs), at most
+    ``MAX_YIELDS`` items: an endless generator (``while True: yield``) is refused too.
+    """
+
+    MAX_YIELDS = 1000
 
     def run_inline(self) -> VariableTracker:
         self.yielded: list[VariableTracker] = []
+        writes = self.output.side_effects.writes
         super().run_inline()
+        if self.output.side_effects.writes != writes:
+            unimplemented(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
+                          "build a list first, or move the side effects out of the generator")
         return ListIteratorVariable(self.yielded)
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))
 
     def YIELD_VALUE(self, inst):
+        if len(self.yielded) >= self.MAX_YIELDS:
+            unimplemented(f"generator {self.f_code.co_name} yields more than {self.MAX_YIELDS} items while tracing")
         self.yielded.append(self.pop())
         self.push(ConstantVariable(None))  # the value `send` would deliver
 

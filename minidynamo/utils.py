@@ -41,6 +41,13 @@ def tuple_iterator_getitem(it, k: int):
     return items[index + k]
 
 
+def iterator_at(iterable, n: int):
+    """``iter(iterable)`` with ``n`` items taken: a list or dict iterator rebuilt at a graph break."""
+    it = iter(iterable)
+    advance_iterator(it, n)
+    return it
+
+
 def advance_iterator(it, n: int) -> None:
     """Take ``n`` items from ``it``: what the transformed code does for the items its graph already used."""
     for _ in range(n):

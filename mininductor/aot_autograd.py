@@ -133,6 +133,10 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
     with enable_python_dispatcher(), FunctionalTensorMode():
         f_args = _wrap_inputs(fake_args, requires_grad)
         flat_outs, out_spec = pytree.tree_flatten(fn(*f_args))
+        if any(isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)) for o in flat_outs):
+            # kept as a constant it would be the symbol itself (``s77``) on every call: refuse, so the caller
+            # compiles per shape, where sizes are plain ints (specialize.py)
+            raise NotImplementedError("a symbolic size among the outputs (only tensors travel through the graphs)")
         for a in f_args:
             if isinstance(a, FunctionalTensor):
                 torch._sync(a)
@@ -319,13 +323,16 @@ def _debug_dir() -> str | None:
 # value, and the runtime copies it into the real input afterwards. The copy happens outside the autograd.Function:
 # under grad mode, when the new value requires grad, so the input's autograd history becomes "copy of that output"
 # and gradients flow through the graph to the input's old value, as they would in eager; otherwise under no_grad,
-# so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.
+# so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.  A leaf that
+# requires grad is always written under no_grad: eager refuses any other in-place change of it, so the program
+# made this one under ``torch.no_grad()`` (the new value may still require grad: it is computed from the leaf).
 def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -> None:
     for i, new in zip(meta.mutated_inputs, new_values):
         if new is args[i]:  # the graph wrote into the input itself (mininductor's reinplace.py): a kernel
             torch.autograd.graph.increment_version(new)  # autograd did not see, so say it changed, as copy_ would
             continue
-        if new.requires_grad and torch.is_grad_enabled():
+        leaf_with_grad = args[i].is_leaf and args[i].requires_grad  # eager can only have changed it under no_grad
+        if new.requires_grad and torch.is_grad_enabled() and not leaf_with_grad:
             args[i].copy_(new)
         else:
             with torch.no_grad():
@@ -361,6 +368,13 @@ def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> 
     return runtime
 
 
+def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
+    """An output without grad that *is* an output with grad (``y`` and ``y.detach()`` compiled to one buffer) is
+    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too."""
+    differentiable = {id(o) for o, rg in zip(outs, requires_grad) if rg}
+    return [o.detach() if not rg and id(o) in differentiable else o for o, rg in zip(outs, requires_grad)]
+
+
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
                           num_grads: list[bool]) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
@@ -374,7 +388,7 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         @staticmethod
         def forward(ctx, *args):
             outs = list(compiled_fw(*args))
-            fw_outs, saved = outs[:n_fw], outs[n_fw:]
+            fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
             ctx.save_for_backward(*_unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs]))
             ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
             return tuple(fw_outs)

@@ -55,8 +55,24 @@ class VariableBuilder:
         cache = self.tx.output.source_cache
         key = self.source.name()
         if key not in cache:
-            cache[key] = self._wrap(value)
+            cache[key] = self._wrap_aliased(value)
         return cache[key]
+
+    def _wrap_aliased(self, value: Any) -> VariableTracker:
+        """[Note: aliased inputs]  One mutable object reached by two sources (``f(lst, lst)``, a local handed to a
+        resume function under two names) is one tracker: ``a.append(1)`` must show in ``len(b)``, ``a is b`` must
+        hold.  The second source is guarded to be the first object (DUPLICATE_INPUT); the other way round,
+        ``OutputGraph.guard_list`` guards the objects it saw as distinct to stay distinct (NO_ALIASING), so a
+        call that aliases them recompiles.  Upstream: ``SideEffects.id_to_variable`` and its duplicate-input
+        guards."""
+        seen = self.tx.output.object_by_id.get(id(value))
+        if seen is not None:
+            self.tx.output.add_guard("DUPLICATE_INPUT", self.source, None, (seen[1].source,))
+            return seen[1]
+        vt = self._wrap(value)
+        if is_aliasable(vt):
+            self.tx.output.object_by_id[id(value)] = (value, vt)
+        return vt
 
     def guard(self, kind: str, expected: Any = None) -> None:
         self.tx.output.add_guard(kind, self.source, expected)
@@ -104,7 +120,7 @@ class VariableBuilder:
                                 source=src)
         if isinstance(value, (set, frozenset)) and all(is_constant_value(v) for v in value):
             self.guard("EQUALS_MATCH", value)
-            return SetVariable([ConstantVariable(v) for v in value], source=src)
+            return SetVariable([ConstantVariable(v) for v in value], type(value), source=src)
         if isinstance(value, range):
             self.guard("EQUALS_MATCH", value)
             return RangeVariable(value, source=src)
@@ -153,6 +169,12 @@ class VariableBuilder:
         return UserDefinedObjectVariable(value, source=src)
 
 
+def is_aliasable(vt: VariableTracker) -> bool:
+    """A list, dict or user object read from the frame: mutable, so which names share it matters."""
+    from .user_defined import UserDefinedObjectVariable
+    return type(vt) in (ListVariable, DictVariable, UserDefinedObjectVariable) and vt.source is not None
+
+
 def unwrap_compiled(fn):
     """A function already wrapped by ``minicompile`` is traced through (its original code is inlined)."""
     return getattr(fn, "_minidynamo_orig", fn)
@@ -176,7 +198,7 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return NamedTupleVariable([wrap_constant_result(v) for v in value], type(value))
     if isinstance(value, (set, frozenset)):
-        return SetVariable([ConstantVariable(v) for v in value])
+        return SetVariable([ConstantVariable(v) for v in value], type(value))
     if is_constant_value(value) or isinstance(value, enum.Enum):
         return ConstantVariable(value)
     if isinstance(value, type):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import itertools
 import math
 import operator
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -20,14 +22,19 @@ import torch
 from ..exc import unimplemented
 from .base import NotConstant, VariableTracker
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
-from .dicts import DictVariable, SetVariable, const_key
+from .dicts import DictIteratorVariable, DictVariable, DictViewVariable, SetVariable, const_key
 from .lists import (
     BaseListVariable,
+    EnumerateVariable,
+    FilterVariable,
+    ListElementIteratorVariable,
     ListIteratorVariable,
     ListVariable,
+    MapVariable,
     RangeVariable,
     SliceVariable,
     TupleVariable,
+    ZipVariable,
 )
 from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
 from .tensor import TensorVariable, call_graph_op
@@ -48,11 +55,64 @@ def identity_value(v: VariableTracker) -> Any:
 
 
 def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b or a == b``: what ``in``, ``list.index`` and ``list.remove`` ask of each item."""
     if a is b:
         return True
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
+    if user_comparison_owner(a, "__eq__") or user_comparison_owner(b, "__eq__"):
+        if identity_value(a) is identity_value(b):
+            return True
+        result = compare_op(tx, operator.eq, a, b)
+        if not result.is_python_constant():
+            unimplemented(f"a user __eq__ returned {result.describe()}")
+        return bool(result.as_python_constant())
     return identity_value(a) is identity_value(b)
+
+
+# operator -> (the dunder Python tries on the left operand, the reflected one it tries on the right)
+COMPARE_DUNDERS = {operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+                   operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+                   operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__")}
+
+
+def user_comparison_owner(v: VariableTracker, name: str) -> bool:
+    """Is ``v`` a user object whose class defines the comparison ``name`` (other than ``object``'s)?"""
+    from .user_defined import UserDefinedObjectVariable
+    if not isinstance(v, UserDefinedObjectVariable):
+        return False
+    found = next((k.__dict__[name] for k in v.cls.__mro__ if name in k.__dict__), None)
+    return found is not None and found is not getattr(object, name)
+
+
+def user_comparison(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    """``a == b`` (``<``, ...) where a user class defines the comparison: Python calls its dunder, so do we.
+
+    ``a != b`` with only ``__eq__`` defined is ``not a.__eq__(b)`` (``object.__ne__``).  A dunder that is not a
+    Python function (a C type's), a ``NotImplemented`` answer, or user objects of two classes (whose reflected
+    order Python decides by subclassing) are refused: eager then compares.  None: no user comparison involved.
+    """
+    from .user_defined import UserDefinedObjectVariable
+    name, reflected = COMPARE_DUNDERS[op]
+    names = (name, "__eq__") if op is operator.ne else (name,)
+    owners = [(v, n) for v, n in ((a, x) for x in names) if user_comparison_owner(v, n)] + \
+             [(v, n) for v, n in ((b, x) for x in (reflected, *names[1:])) if user_comparison_owner(v, n)]
+    if not owners:
+        return None
+    if isinstance(a, UserDefinedObjectVariable) and isinstance(b, UserDefinedObjectVariable) and a.cls is not b.cls:
+        unimplemented(f"comparison {op.__name__} of objects of two user classes")
+    obj, dunder = owners[0]
+    other = b if obj is a else a
+    if not isinstance(inspect.getattr_static(obj.cls, dunder), types.FunctionType):
+        unimplemented(f"{obj.cls.__name__}.{dunder} is not a Python function")
+    result = obj.call_method(tx, dunder, [other], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        unimplemented(f"{obj.cls.__name__}.{dunder} returned NotImplemented")
+    if op is operator.ne and dunder == "__eq__":
+        if not result.is_python_constant():
+            unimplemented(f"{obj.cls.__name__}.__eq__ returned {result.describe()}")
+        return ConstantVariable(not result.as_python_constant())
+    return result
 
 
 def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
@@ -61,6 +121,19 @@ def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
             unimplemented("`in` with tensors compares values", "compare indices or use torch.isin")
         return ConstantVariable(True)
     return ConstantVariable(any(identical_or_equal(tx, i, x) for i in items))
+
+
+def get_iterator(tx, obj: VariableTracker) -> ListIteratorVariable:
+    """``iter(obj)`` (``GET_ITER``): an iterator is itself; a list is walked live; anything else by its items."""
+    if isinstance(obj, ListIteratorVariable):
+        return obj
+    if type(obj) is ListVariable:
+        return ListElementIteratorVariable(obj)
+    if isinstance(obj, DictVariable):
+        return DictIteratorVariable(obj)
+    if isinstance(obj, DictViewVariable):
+        return DictIteratorVariable(obj.dict_vt, obj.kind)
+    return ListIteratorVariable(obj.unpack_var_sequence(tx))
 
 
 def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
@@ -88,6 +161,8 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         return type(a)(a.items + b.items) if type(a) in (ListVariable, TupleVariable) else TupleVariable(a.items + b.items)
     if isinstance(a, BaseListVariable) and b.is_python_constant() and op in (operator.mul, operator.imul):
         return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items * b.as_python_constant())
+    if (isinstance(a, DictViewVariable) or isinstance(b, DictViewVariable)) and op in SET_OPERATORS:
+        return view_set_op(tx, op, a, b)
     if isinstance(a, DictVariable) and isinstance(b, DictVariable) and op in (operator.or_,):
         return DictVariable({**a.items, **b.items})
     from .user_defined import UserDefinedObjectVariable
@@ -97,10 +172,26 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
     unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
 
 
+SET_OPERATORS = (operator.and_, operator.or_, operator.sub, operator.xor)
+
+
+def view_set_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """``d1.keys() & d2.keys()``, ``d.keys() - {"x"}``...: the result is a new ``set`` of constants."""
+    def as_set(v):
+        if isinstance(v, DictViewVariable):
+            return v.as_python_set()
+        if isinstance(v, SetVariable) or v.has_unpack_var_sequence(tx):
+            return {const_key(i) for i in v.unpack_var_sequence(tx)}
+        unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+    return SetVariable([ConstantVariable(v) for v in op(as_set(a), as_set(b))])
+
+
 def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_graph_op(tx, "call_function", op, [a, b], {})
     if (result := sym_op(tx, op, [a, b])) is not None:
+        return result
+    if (result := user_comparison(tx, op, a, b)) is not None:
         return result
     try:
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
@@ -210,9 +301,7 @@ class BuiltinVariable(VariableTracker):
         return SliceVariable(list(args))
 
     def call_iter(self, tx, obj):
-        if isinstance(obj, ListIteratorVariable):
-            return obj
-        return ListIteratorVariable(obj.unpack_var_sequence(tx))
+        return get_iterator(tx, obj)
 
     def call_next(self, tx, it, default=None):
         if not isinstance(it, ListIteratorVariable):
@@ -226,22 +315,21 @@ class BuiltinVariable(VariableTracker):
 
     def call_enumerate(self, tx, iterable, start=None):
         s = start.as_python_constant() if start else 0
-        items = iterable.unpack_var_sequence(tx)
-        return ListIteratorVariable([TupleVariable([ConstantVariable(s + k), v]) for k, v in enumerate(items)])
+        return EnumerateVariable(get_iterator(tx, iterable), s)
 
     def call_zip(self, tx, *iterables, strict=None):
-        seqs = [it.unpack_var_sequence(tx) for it in iterables]
-        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*seqs)])
+        if strict is not None and strict.as_python_constant():
+            seqs = [it.unpack_var_sequence(tx) for it in iterables]
+            if len({len(seq) for seq in seqs}) > 1:
+                unimplemented("zip(strict=True) over iterables of different lengths")
+            return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*seqs)])
+        return ZipVariable([get_iterator(tx, it) for it in iterables])
 
     def call_map(self, tx, fn, *iterables):
-        seqs = [it.unpack_var_sequence(tx) for it in iterables]
-        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*seqs)])
+        return MapVariable(fn, [get_iterator(tx, it) for it in iterables])
 
     def call_filter(self, tx, fn, iterable):
-        items = iterable.unpack_var_sequence(tx)
-        if isinstance(fn, ConstantVariable) and fn.value is None:
-            return ListIteratorVariable([i for i in items if i.truth(tx)])
-        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truth(tx)])
+        return FilterVariable(fn, [get_iterator(tx, iterable)])
 
     def call_reversed(self, tx, seq):
         return ListIteratorVariable(list(reversed(seq.unpack_var_sequence(tx))))

@@ -77,13 +77,13 @@ class DictVariable(VariableTracker):
         return ConstantVariable(len(self.items))
 
     def _m_keys(self, tx):
-        return ListIteratorVariable([ConstantVariable(k) for k in self.items])
+        return DictViewVariable(self, "keys")
 
     def _m_values(self, tx):
-        return ListIteratorVariable(list(self.items.values()))
+        return DictViewVariable(self, "values")
 
     def _m_items(self, tx):
-        return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        return DictViewVariable(self, "items")
 
     def _m_setitem(self, tx, key, value):
         self.items[const_key(key)] = value
@@ -142,18 +142,138 @@ class DictVariable(VariableTracker):
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
 
 
-class SetVariable(VariableTracker):
-    """A set of Python constants."""
+class DictViewVariable(VariableTracker):
+    """``d.keys()`` / ``d.values()`` / ``d.items()``: a live view of the dict, not an iterator.
 
-    def __init__(self, items: list[VariableTracker], **kw):
+    A view can be iterated again and again, has a ``len``, answers ``in``, sees later insertions, and
+    (keys, items) combines with sets by ``&``, ``|``, ``-``, ``^``.  Tracking it as an iterator would make a second
+    ``for`` over it see nothing.  Mirrors ``DictKeysVariable``/``DictValuesVariable``/``DictItemsVariable`` in
+    ``torch/_dynamo/variables/dicts.py``.
+    """
+
+    def __init__(self, dict_vt: DictVariable, kind: str, **kw):
         super().__init__(**kw)
-        self.values = {const_key(i) for i in items}
+        self.dict_vt = dict_vt
+        self.kind = kind  # "keys", "values" or "items"
 
     def python_type(self):
-        return set
+        return type(getattr({}, self.kind)())
+
+    def view_items(self) -> list[VariableTracker]:
+        """The view's items now (the dict may have changed since the view was made)."""
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def as_python_set(self) -> set:
+        """The view as a Python set, for set operators (keys and constant items only)."""
+        if self.kind == "values":
+            unimplemented("set operators on dict.values()")
+        return {const_key(i) for i in self.view_items()}
+
+    def truth(self, tx):
+        return len(self.dict_vt.items) > 0
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        return self.view_items()
+
+    def var_getattr(self, tx, name):
+        return BoundMethodVariable(self, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__contains__":
+            from .builtin import contains
+            return contains(tx, self.view_items(), args[0])
+        if name == "__iter__":
+            return DictIteratorVariable(self.dict_vt, self.kind)
+        if name == "isdisjoint" and self.kind != "values":
+            other = {const_key(i) for i in args[0].unpack_var_sequence(tx)}
+            return ConstantVariable(self.as_python_set().isdisjoint(other))
+        unimplemented(f"method {name!r} of dict.{self.kind}()")
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(getattr(dict, self.kind), push_null=True)
+        codegen(self.dict_vt)
+        codegen.call(1)
+
+    def _repr_body(self):
+        return f"{self.kind} of {self.dict_vt!r}"
+
+
+class DictIteratorVariable(ListIteratorVariable):
+    """``iter(d)`` / ``iter(d.items())``...: walks the dict's keys in order, reading each value when it is reached.
+
+    As CPython's dict iterators: a value stored into the dict during the loop is the one seen, and a change of
+    the dict's size during the loop raises ``RuntimeError`` (inside the trace, so ``except`` can catch it).
+    Rebuilt at a graph break as the real dict's iterator (upstream rebuilds a snapshot of the items left, which
+    would miss a change the rest of the loop makes).
+    """
+
+    def __init__(self, dict_vt: DictVariable, kind: str = "keys", **kw):
+        super().__init__([], **kw)
+        self.dict_vt = dict_vt
+        self.kind = kind
+        self.keys = list(dict_vt.items)
+
+    def python_type(self):
+        return type(iter(getattr({}, self.kind)()))
+
+    def next_variable(self, tx) -> VariableTracker | None:
+        items = self.dict_vt.items
+        if len(items) != len(self.keys):
+            raise_observed_exception(RuntimeError, [ConstantVariable("dictionary changed size during iteration")],
+                                     "dictionary changed size during iteration")
+        if list(items) != self.keys:
+            unimplemented("dict keys replaced during iteration over the dict")
+        if self.index >= len(self.keys):
+            return None
+        k = self.keys[self.index]
+        self.index += 1
+        if self.kind == "keys":
+            return ConstantVariable(k)
+        if self.kind == "values":
+            return items[k]
+        return TupleVariable([ConstantVariable(k), items[k]])
+
+    def unpack_var_sequence(self, tx):
+        rest = []
+        while (item := self.next_variable(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def reconstruct(self, codegen):
+        """The real dict's own iterator, advanced as far: it goes on seeing (and objecting to) the dict's changes."""
+        from ..utils import iterator_at
+        codegen.load_const_object(iterator_at, push_null=True)
+        codegen(DictViewVariable(self.dict_vt, self.kind))
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+    def _repr_body(self):
+        return f"{self.kind} {self.index}/{len(self.keys)}"
+
+
+class SetVariable(VariableTracker):
+    """A set (or frozenset: ``user_cls``) of Python constants."""
+
+    def __init__(self, items: list[VariableTracker], user_cls: type = set, **kw):
+        super().__init__(**kw)
+        self.values = {const_key(i) for i in items}
+        self.user_cls = user_cls
+
+    def python_type(self):
+        return self.user_cls
 
     def as_python_constant(self):
-        return set(self.values)
+        return self.user_cls(self.values)
 
     def truth(self, tx):
         return bool(self.values)
@@ -168,7 +288,7 @@ class SetVariable(VariableTracker):
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in ("add", "discard", "remove", "update", "clear"):
+        if name in ("add", "discard", "remove", "update", "clear") and self.user_cls is set:
             tx.output.side_effects.mutate(self)
             getattr(self.values, name)(*[a.as_python_constant() for a in args])
             return ConstantVariable(None)
@@ -177,12 +297,16 @@ class SetVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.values))
         from .constant import fold
-        return fold(tx, getattr(set(self.values), name), [a.as_python_constant() for a in args], {})
+        return fold(tx, getattr(self.as_python_constant(), name), [a.as_python_constant() for a in args], {})
 
     def reconstruct(self, codegen):
+        if self.user_cls is not set:
+            codegen.load_const_object(self.user_cls, push_null=True)
         for v in self.values:
             codegen.load_const(v)
         codegen.build(set, len(self.values))
+        if self.user_cls is not set:
+            codegen.call(1)
 
 
 def wrap_list(items) -> ListVariable:

@@ -60,6 +60,21 @@ class BaseListVariable(VariableTracker):
         except (IndexError, TypeError) as e:
             unimplemented(f"{self.container.__name__} index {idx!r}: {e}")
 
+    def _matching(self, tx, x: VariableTracker, first_only: bool) -> list[int]:
+        """Indices of the items equal to ``x`` as ``list.index``/``count`` compare: ``is``, then ``==``.  An
+        ``==`` between two different tensors is elementwise (and its truth an error): refused."""
+        from .builtin import identical_or_equal
+        from .tensor import TensorVariable
+        hits = []
+        for k, item in enumerate(self.items):
+            if item is not x and (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)):
+                unimplemented("`==` between tensors in list.index/count compares values")
+            if identical_or_equal(tx, item, x):
+                hits.append(k)
+                if first_only:
+                    break
+        return hits
+
     def new_like(self, items):
         return type(self)(items)
 
@@ -71,6 +86,13 @@ class BaseListVariable(VariableTracker):
         if name == "__contains__":
             from .builtin import contains
             return contains(tx, self.items, args[0])
+        if name in ("index", "count") and len(args) == 1 and not self.is_python_constant():
+            hits = self._matching(tx, args[0], first_only=name == "index")
+            if name == "count":
+                return ConstantVariable(len(hits))
+            if not hits:
+                unimplemented(f"{self.container.__name__}.index of a value not in it")
+            return ConstantVariable(hits[0])
         if name in ("index", "count"):
             consts = self.as_python_constant()
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
@@ -314,6 +336,139 @@ class ListIteratorVariable(VariableTracker):
 
     def _repr_body(self):
         return f"{self.index}/{len(self.items)}"
+
+
+class ListElementIteratorVariable(ListIteratorVariable):
+    """``iter(lst)`` over a list made or read in the frame: it walks the list's items *as they are now*.
+
+    Like CPython's ``list_iterator`` it holds the list and an index, so items appended inside the loop are
+    visited and removed ones are not (a snapshot would see neither).  Rebuilt at a graph break as the real list's
+    iterator, advanced as far, for the same reason (upstream rebuilds a snapshot of the items left, which misses
+    what the rest of the loop appends); the resume function then runs its ``FOR_ITER`` natively.
+    """
+
+    def __init__(self, list_vt: ListVariable, **kw):
+        super().__init__([], **kw)
+        self.list_vt = list_vt
+        self.items = list_vt.items  # the list's own item list: it changes with the list
+
+    def reconstruct(self, codegen):
+        from ..utils import iterator_at
+        codegen.load_const_object(iterator_at, push_null=True)
+        codegen(self.list_vt)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
+class LazyIteratorVariable(ListIteratorVariable):
+    """``zip``, ``map``, ``filter``, ``enumerate``: each ``next`` takes items from the underlying iterators then.
+
+    Unrolled up front, ``zip(it, it)`` would drain ``it`` into its first argument and pair nothing, ``map(f, xs)``
+    would call ``f`` on every item before the first ``next`` (printing, appending in the wrong order), and an
+    iterator shared with the loop body would look exhausted.  Like CPython's, these objects hold their iterators
+    and pull from them on demand.  Upstream: ``ZipVariable``, ``MapVariable``, ``FilterVariable``
+    (``torch/_dynamo/variables/lists.py``).  At a graph break they are rebuilt as the same builtin over the
+    (rebuilt) iterators, so what is left is still taken lazily.
+    """
+
+    builtin: type = zip
+
+    def __init__(self, iterators: list[ListIteratorVariable], **kw):
+        super().__init__([], **kw)
+        self.iterators = list(iterators)
+
+    def python_type(self):
+        return self.builtin
+
+    def produce(self, tx) -> VariableTracker | None:
+        raise NotImplementedError
+
+    def next_variable(self, tx) -> VariableTracker | None:
+        return self.produce(tx)
+
+    def unpack_var_sequence(self, tx):
+        rest = []
+        while (item := self.next_variable(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def next_group(self, tx) -> list[VariableTracker] | None:
+        """One item from each iterator, in order; None as soon as one is exhausted (as CPython's zip/map)."""
+        group = []
+        for it in self.iterators:
+            item = it.next_variable(tx)
+            if item is None:
+                return None
+            group.append(item)
+        return group
+
+    def reconstruct_args(self, codegen) -> int:
+        for it in self.iterators:
+            codegen(it)
+        return len(self.iterators)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(self.builtin, push_null=True)
+        codegen.call(self.reconstruct_args(codegen))
+
+    def _repr_body(self):
+        return f"{self.builtin.__name__} of {len(self.iterators)}"
+
+
+class ZipVariable(LazyIteratorVariable):
+    builtin = zip
+
+    def produce(self, tx):
+        group = self.next_group(tx)
+        return None if group is None else TupleVariable(group)
+
+
+class MapVariable(LazyIteratorVariable):
+    builtin = map
+
+    def __init__(self, fn: VariableTracker, iterators: list[ListIteratorVariable], **kw):
+        super().__init__(iterators, **kw)
+        self.fn = fn
+
+    def produce(self, tx):
+        group = self.next_group(tx)
+        return None if group is None else self.fn.call_function(tx, group, {})
+
+    def reconstruct_args(self, codegen):
+        codegen(self.fn)
+        return 1 + super().reconstruct_args(codegen)
+
+
+class FilterVariable(MapVariable):
+    builtin = filter
+
+    def produce(self, tx):
+        while (item := self.iterators[0].next_variable(tx)) is not None:
+            is_none = isinstance(self.fn, ConstantVariable) and self.fn.value is None
+            keep = item if is_none else self.fn.call_function(tx, [item], {})
+            if keep.truth(tx):
+                return item
+        return None
+
+
+class EnumerateVariable(LazyIteratorVariable):
+    builtin = enumerate
+
+    def __init__(self, iterator: ListIteratorVariable, start: int, **kw):
+        super().__init__([iterator], **kw)
+        self.count = start
+
+    def produce(self, tx):
+        item = self.iterators[0].next_variable(tx)
+        if item is None:
+            return None
+        self.count += 1
+        return TupleVariable([ConstantVariable(self.count - 1), item])
+
+    def reconstruct_args(self, codegen):
+        codegen(self.iterators[0])
+        codegen.load_const(self.count)
+        return 2
 
 
 class TupleIteratorVariable(ListIteratorVariable):

@@ -164,13 +164,9 @@ class NNModuleVariable(VariableTracker):
         if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
             return ConstantVariable(args[0].as_python_constant() in m._modules)
         if name in ("keys", "values", "items") and isinstance(m, torch.nn.ModuleDict):
-            keys = list(m._modules)
-            vals = [self._child(tx, k, m._modules[k]) for k in keys]
-            if name == "keys":
-                return ListIteratorVariable([ConstantVariable(k) for k in keys])
-            if name == "values":
-                return ListIteratorVariable(vals)
-            return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, vals)])
+            # a view of ``m._modules`` (re-iterable, with a len), as ModuleDict returns; not an iterator
+            from .dicts import DictVariable, DictViewVariable
+            return DictViewVariable(DictVariable({k: self._child(tx, k, sub) for k, sub in m._modules.items()}), name)
         if name in ("parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
                     "named_children", "named_modules"):
             return self._iterate(tx, name, args, kwargs)
@@ -185,9 +181,8 @@ class NNModuleVariable(VariableTracker):
         key = index.as_python_constant()
         if isinstance(m, torch.nn.ModuleDict):
             return self._child(tx, key, m[key])
-        if isinstance(key, slice):  # a slice of a ModuleList/Sequential: a list of the submodules
-            from .lists import ListVariable
-            return ListVariable(self._items(tx)[key])
+        if isinstance(key, slice):
+            return ModuleSliceVariable(self, key, self._items(tx)[key])
         keys = list(m._modules) if not isinstance(m, torch.nn.ParameterList) else list(m._parameters)
         k = _item_or_raise(keys, key, m)
         value = m._modules[k] if not isinstance(m, torch.nn.ParameterList) else m._parameters[k]
@@ -244,6 +239,60 @@ class NNModuleVariable(VariableTracker):
 
     def reconstruct(self, codegen):
         return super().reconstruct(codegen)
+
+
+class ModuleSliceVariable(VariableTracker):
+    """``self.layers[1:]``: a new ``ModuleList``/``Sequential`` (the same type) of some of the submodules.
+
+    It iterates, indexes and has a ``len`` like the container; a sliced ``Sequential`` is also called, chaining
+    its submodules as ``Sequential.forward`` does.  Rebuilt as ``container[key]``, which makes the same new
+    object the program would have.  Anything else of the container is refused (graph break).
+    """
+
+    def __init__(self, base: VariableTracker, key: slice, children: list[VariableTracker], **kw):
+        super().__init__(**kw)
+        self.base = base
+        self.key = key
+        self.children = children
+        self.module_type = base.python_type()
+
+    def python_type(self):
+        return self.module_type
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        return list(self.children)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(len(self.children))
+        if name == "__getitem__":
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                return ModuleSliceVariable(self, key, self.children[key])
+            return _item_or_raise(self.children, key, self.module_type())
+        unimplemented(f"method {name!r} of a sliced {self.module_type.__name__}")
+
+    def call_function(self, tx, args, kwargs):
+        if not issubclass(self.module_type, torch.nn.Sequential) or len(args) != 1 or kwargs:
+            unimplemented(f"calling a sliced {self.module_type.__name__}")
+        tx.output.add_guard("NO_GLOBAL_MODULE_HOOKS", None, True)
+        if any_global_module_hooks():
+            unimplemented("a sliced Sequential called while global module hooks are registered")
+        x = args[0]
+        for child in self.children:
+            x = child.call_function(tx, [x], {})
+        return x
+
+    def reconstruct(self, codegen):
+        codegen(self.base)
+        codegen.load_const(self.key)
+        codegen.subscr()
+
+    def _repr_body(self):
+        return f"{self.module_type.__name__}[{self.key.start}:{self.key.stop}:{self.key.step}]"
 
 
 MODULE_STORES = ("_parameters", "_buffers", "_modules")

@@ -147,9 +147,70 @@ def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> Varia
     """Add one FX node and run it on fake tensors; wrap what it returns (``wrap_fx_proxy`` upstream)."""
     proxy_args, proxy_kwargs = [a.as_proxy() for a in args], {k: v.as_proxy() for k, v in kwargs.items()}
     fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
+    grad_leaves = [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
+    check_bool_subtraction(target, fake_args)
+    if writes_in_place(target, kwargs) or draws_random(target):
+        tx.output.side_effects.writes += 1  # see [Note: eager generators]
     example = run_fake(tx, kind, target, fake_args, fake_kwargs)
+    check_no_new_grad_leaf(target, example, grad_leaves)
     proxy = tx.output.create_proxy(kind, target, tuple(proxy_args), proxy_kwargs)
     return wrap_fx_result(tx, proxy, example)
+
+
+IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.imatmul}
+
+
+def writes_in_place(target: Any, kwargs: dict) -> bool:
+    """``x.add_(1)``, ``x[i] = v``, ``x += y``, ``torch.relu_(x)``, ``torch.add(a, b, out=c)``: a tensor changes."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return ("out" in kwargs or target in IN_PLACE_OPERATORS or
+            isinstance(name, str) and name.endswith("_") and not name.endswith("__"))
+
+
+RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
+              "bernoulli", "multinomial", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+              "feature_alpha_dropout", "rrelu", "native_dropout"}
+
+
+def draws_random(target: Any) -> bool:
+    """``torch.randn``, ``F.dropout``...: the op advances the global RNG, so when it runs changes what it draws
+    (and what later draws get).  Dropout counts even in eval mode: at worst a needless graph break."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    return name in RANDOM_OPS
+
+
+SUBTRACTIONS = {operator.sub, operator.isub, torch.sub, torch.subtract, torch.rsub, "sub", "sub_", "subtract",
+                "subtract_", "rsub", "__sub__", "__isub__", "__rsub__"}
+
+
+def check_bool_subtraction(target: Any, fake_args: list) -> None:
+    """Eager refuses ``x - True`` and ``x - mask`` (a bool operand of a subtraction: ``sub_check`` in ATen); the
+    meta function fake tensors run checks only two bool tensors.  Traced, the graph would compute ``x - 1``
+    (a backend lowers the op without the check), so it is a graph break: eager raises the error itself."""
+    try:
+        if target not in SUBTRACTIONS:
+            return
+    except TypeError:  # an unhashable target: not a subtraction
+        return
+    bools = [a for a in fake_args[:2] if type(a) is bool or isinstance(a, torch.Tensor) and a.dtype is torch.bool]
+    if len(bools) == 1:
+        unimplemented("subtraction with a bool operand (eager raises: use ~ or logical_not for masks)")
+
+
+def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None:
+    """Refuse an op that makes a new tensor requiring grad of its own: ``torch.ones(2, requires_grad=True)``,
+    ``torch.zeros(3).requires_grad_()``.  Such a leaf of the autograd graph cannot be an intermediate of a compiled
+    graph: a backend that compiles for inference (no *input* requires grad) would return results without
+    ``grad_fn``.  As upstream ("factory functions that return tensors that require grad", ``requires_grad_``), it
+    is a graph break: eager makes the tensor.  ``grad_leaves``: the arguments that were such leaves already (an
+    in-place op on a parameter returns it: allowed)."""
+    if isinstance(example, torch.Tensor) and example.requires_grad and example.is_leaf and \
+            not any(example is a for a in grad_leaves):
+        what = getattr(target, "__name__", target)
+        unimplemented(f"`{what}` makes a tensor that requires grad inside the compiled function",
+                      "create it outside the compiled function (or as an nn.Parameter of a module)")
 
 
 def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:

@@ -139,3 +139,35 @@ def test_tutorial_moe_trains_with_no_per_shape_compile():
     # per count (14 specialisations and 156 kernels over these 4 steps; now 0 and 84)
     assert metrics.specialisations == 0 and metrics.symbolic_compiles >= 4, metrics.symbolic_fallbacks
     assert not metrics.symbolic_fallbacks
+
+
+def test_a_size_returned_by_a_training_graph_is_each_calls_int():
+    w = torch.ones(1, requires_grad=True)
+
+    def f(x):  # a SymInt output was kept as a constant of the traced graph: `s77` on every call
+        return x * w, x.shape[0]
+    compiled = minidynamo.minicompile(f, backend="inductor")
+    for b in (2, 4, 5):
+        out, n = compiled(torch.randn(b))
+        assert type(n) is int and n == b and out.shape == (b,)
+
+
+def test_a_parameter_updated_under_no_grad_in_a_training_graph():
+    def step(p, g):  # an optimizer-like update: the leaf is written under no_grad, as in eager
+        with torch.no_grad():
+            p.sub_(0.1 * g)
+        return p * 2
+    p, p_ref, g = torch.ones(3, requires_grad=True), torch.ones(3, requires_grad=True), torch.randn(3)
+    out, expected = minidynamo.minicompile(step, backend="inductor")(p, g), step(p_ref, g)
+    assert_same(out, expected, atol=1e-6, rtol=1e-6)
+    assert_same(p.detach(), p_ref.detach(), atol=1e-6, rtol=1e-6)
+
+
+def test_an_output_and_its_detached_alias_keep_their_requires_grad():
+    def f(x):  # `y` and `y.detach()` are one buffer of the compiled forward: only the second is non-differentiable
+        y = x * 2
+        return y, y.detach()
+    compiled = minidynamo.minicompile(f, backend="inductor")
+    y, z = compiled(torch.ones(2, requires_grad=True))
+    assert y.requires_grad and not z.requires_grad and y.grad_fn is not None
+    assert z.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()  # an alias, as in eager

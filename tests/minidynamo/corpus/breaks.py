@@ -191,3 +191,32 @@ def moe_seed_training_step():
 @program(lambda: (t(6, 8),), factory=True)
 def moe_seed_inference():
     return _moe_seed(False)
+
+
+@program(lambda: (t(2),))
+def list_appended_inside_a_loop_with_a_break(x):
+    xs = [1, 2]
+    for v in xs:  # resumed after the print with the real list's iterator: it sees the appends
+        print(v)
+        if len(xs) < 4:
+            xs.append(v + 10)
+        x = x + v
+    return x, xs
+
+
+@program(lambda: (t(2),))
+def local_containers_aliased_across_a_break(x):
+    a, d = [x], {"x": x}
+    b, holder = a, [d]
+    print("break")
+    a.append(x * 2)
+    d["y"] = x + 1
+    return b, a is b, holder[0] is d, holder
+
+
+
+@program(lambda: (t(2),))
+def tensor_made_to_require_grad_inside(x):
+    w = torch.ones(2).requires_grad_()  # a new leaf of the autograd graph: eager makes it (graph break)
+    y = (x * w).sum()
+    return y, y.requires_grad, w.is_leaf

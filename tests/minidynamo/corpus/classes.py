@@ -351,3 +351,24 @@ class HasDescriptor:
 @program(lambda: (HasDescriptor(3), t(2)))
 def custom_descriptor_attribute(obj, x):
     return x * obj.doubled, vars(obj)["base"], obj.__dict__["base"]
+
+
+class KeyWithEq:
+    def __init__(self, k):
+        self.k = k
+
+    def __eq__(self, other):
+        return isinstance(other, KeyWithEq) and self.k == other.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __lt__(self, other):
+        return self.k < other.k
+
+
+@program(lambda: (t(2), KeyWithEq(1), KeyWithEq(1), KeyWithEq(2)))
+def user_eq_and_lt_are_called(x, a, b, c):
+    # == and != (object.__ne__ inverts __eq__), `in`/count/index (`is`, then ==), < and the reflected >
+    return (x * (2 if a == b else 3), a != b, a != c, b in [c, a], [c, b].count(a), [c, b].index(a), a < c,
+            c > a)

@@ -305,3 +305,41 @@ def _takes_kwargs(**kw):
 def kwargs_dict_is_a_copy(x, opts):
     n = _takes_kwargs(**opts)
     return x * n, opts
+
+
+@program(lambda: (t(2), {"a": 1, "b": 2}, {"b": 3, "c": 4}))
+def dict_views_are_live_and_reiterable(x, d1, d2):
+    ks, items = d1.keys(), d1.items()
+    first, again = list(ks), [k for k, _ in items]  # a view iterates again: it is not an iterator
+    d1["new"] = 5  # a view sees later insertions
+    common, only = d1.keys() & d2.keys(), d1.keys() - {"a"}
+    return x * len(ks), first, again, list(ks), sorted(common), sorted(only), "a" in ks, ("a", 1) in items
+
+
+@program(lambda: (t(2), [1, 2, 3, 4, 5]))
+def zip_map_enumerate_take_items_lazily(x, xs):
+    log = []
+
+    def double(v):
+        log.append(v)
+        return v * 2
+
+    it = iter(xs)
+    pairs = list(zip(it, it))  # one iterator twice: (1, 2), (3, 4); the 5 is taken and lost
+    m = map(double, xs)
+    log.append("made")  # map calls `double` only when asked
+    head = next(m)
+    e = enumerate(iter(xs))
+    _, a = next(e)
+    return x * head, pairs, list(it), log, a, list(e), list(m)
+
+
+@program(lambda: (t(2),))
+def list_grows_while_iterated_and_frozenset_type(x):
+    xs = [1, 2]
+    for v in xs:  # the loop sees the items appended inside it
+        if len(xs) < 5:
+            xs.append(v * 10)
+        x = x + v
+    fs = frozenset(xs)
+    return x, xs, isinstance(fs, frozenset), type(fs | {0}) is frozenset

@@ -489,3 +489,39 @@ def moe_friendly_training_step():
 @module_program(lambda: (t(6, 8),))
 def moe_friendly_inference():
     return _moe_friendly(False)
+
+
+class SlicedContainers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3) for _ in range(4)])
+        self.seq = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
+
+    def forward(self, x):
+        for layer in self.layers[1:]:
+            x = layer(x)
+        for layer in self.layers[::2]:
+            x = x + layer(x)
+        head = self.seq[:-1]  # a Sequential again: it can be called
+        return self.seq[-1](head(x)), len(self.layers[:-1]), type(head).__name__
+
+
+@module_program(lambda: (t(2, 3),))
+def sliced_modulelist_and_sequential():
+    return SlicedContainers()
+
+
+class HeadsByName(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 2)})
+
+    def forward(self, x):
+        names = self.heads.keys()  # a view: it has a len and iterates again
+        outs = [self.heads[k](x) for k in names]
+        return sum(outs) * len(names), list(names), "a" in names, [type(m).__name__ for m in self.heads.values()]
+
+
+@module_program(lambda: (t(3, 2),))
+def moduledict_keys_view():
+    return HeadsByName()
