@@ -295,6 +295,27 @@ def test_adamw_skips_unused_tutorial_expert_but_decays_friendly_slice():
 # --- the point of the friendly variant -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("grad_mode", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("training", [True, False])
+def test_friendly_captures_as_one_graph_in_minicompile(training, grad_mode):
+    # ...and in ours, with fullgraph=True, under no_grad too (views of parameters taken under no_grad are leaves
+    # that require grad: they once looked like new leaves, a graph break per view)
+    import minidynamo
+
+    minidynamo.reset()
+    friendly = make_moe("friendly", "small", seed=0).train(training)
+    compiled = minidynamo.minicompile(friendly, backend="eager", fullgraph=True)
+    with torch.set_grad_enabled(grad_mode):
+        for seed in (1, 2):
+            x = make_moe_input("small", seed=seed)
+            (outputs, aux_loss), (expected, expected_aux) = compiled(x), friendly(x)
+            torch.testing.assert_close(outputs, expected, rtol=0, atol=0)
+            assert (aux_loss == expected_aux) if training else aux_loss == 0.0
+    assert minidynamo.counters["stats"]["unique_graphs"] == 1
+    assert sum(minidynamo.counters["graph_break"].values()) == 0
+    minidynamo.reset()
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_friendly_captures_as_one_graph_in_real_dynamo(training):
     # Upstream torch.compile is the oracle for "no data-dependent shapes": fullgraph=True raises on a break.

@@ -525,3 +525,22 @@ class HeadsByName(nn.Module):
 @module_program(lambda: (t(3, 2),))
 def moduledict_keys_view():
     return HeadsByName()
+
+
+class _ParameterViewsUnderNoGrad(nn.Module):
+    """Views of parameters taken under ``no_grad`` are leaves that require grad (their base does): no new leaf,
+    no graph break (the friendly MoE's ``self.b1[:, None, :]`` in eval)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 4, 5))
+        self.b = nn.Parameter(torch.randn(3, 5))
+
+    def forward(self, x):
+        with torch.no_grad():
+            return torch.einsum("ed,edo->eo", x, self.w) + self.b[:, None, :].squeeze(1) + self.w[0].T[:, :1].sum()
+
+
+@module_program(lambda: (t(3, 4),))
+def parameter_views_under_no_grad():
+    return _ParameterViewsUnderNoGrad()
