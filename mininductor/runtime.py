@@ -224,9 +224,11 @@ class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
     def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
-                 symbolic: bool = False):
+                 symbolic: bool = False, fp_fusion: bool = True):
         # xnumel/rnumel: the sizes (for a symbolic kernel, the size hints) the configs are chosen from
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
+        # fp_fusion=False: compiled without FP contraction ([Note: rounding survives only without FP contraction])
+        self.fp_fusion = fp_fusion
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
         self.empty = 0 in (xnumel, rnumel)
@@ -241,7 +243,10 @@ class KernelLauncher:
         self.tuned = self.interpret or len(self.configs) == 1
 
     def _candidate_configs(self) -> list[dict]:
-        return candidate_configs(self.kind, self.xnumel, self.rnumel, self.hint, self.interpret)
+        configs = candidate_configs(self.kind, self.xnumel, self.rnumel, self.hint, self.interpret)
+        if self.fp_fusion or self.interpret:  # the interpreter has no contraction to turn off
+            return configs
+        return [{**cfg, "enable_fp_fusion": False} for cfg in configs]  # a compile option, like num_warps
 
     def _numels(self, args) -> tuple[int, int]:
         if not self.symbolic:

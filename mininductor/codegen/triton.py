@@ -108,6 +108,8 @@ class TritonKernel(ReductionCodegenMixin):
         self.loop_loads: dict[str, set[int]] = {}  # buffer -> sections that load it (-1: a persistent kernel)
         self._hints: dict[str, str] = {}  # load placeholders -> L2 hints, filled when the kernel is rendered
         self.r_node = False
+        # a value rounded to fp16/bf16 and back: the kernel must compile without FP contraction (see to_dtype)
+        self.rounds_low_precision = False
         self._in_post = False  # True while emitting a looped reduction's final reduce (after its loop)
         self.name = self._kernel_name(index)
         self.bytes_accessed = 0
@@ -350,9 +352,14 @@ class TritonKernel(ReductionCodegenMixin):
         src = self._dtype(value)
         if dtype == src:
             return value
-        if dtype == torch.bfloat16 and self.interpret:
-            return self._round_bf16(value)
         if dtype in (torch.float16, torch.bfloat16):
+            # [Note: rounding survives only without FP contraction]  LLVM may narrow ``fp32 op`` between two
+            # round trips to an fp16 op, then fuse ``x * 3 - 1`` into one fp16 FMA: one rounding where eager
+            # rounds twice (H200: 10 of 91 elements 1 ulp off).  Such a kernel compiles with
+            # ``enable_fp_fusion=False``, as Inductor's do under ``emulate_precision_casts``.
+            self.rounds_low_precision = True
+            if dtype == torch.bfloat16 and self.interpret:
+                return self._round_bf16(value)
             return self._emit(f"{value}.to({TL_DTYPE[dtype]}).to(tl.float32)", torch.float32)
         if dtype == torch.bool:
             return self._emit(f"{value} != 0", torch.bool)

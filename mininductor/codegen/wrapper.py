@@ -172,7 +172,8 @@ class WrapperCodeGen:
         # configs are chosen once from the size hints; a symbolic kernel's grid comes from each call's numels
         line = (f"{k.name} = KernelLauncher({k.name}, {k.kind!r}, xnumel={size_hint(k.numel)}, "
                 f"rnumel={size_hint(k.rnumel)}, device_type={self.graph.device.type!r}, hint={k.hint!r}, "
-                f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)})")
+                f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)}"
+                + (", fp_fusion=False" if k.rounds_low_precision else "") + ")")
         twin = self.twins.get(k.name)
         if twin is None:
             return line
