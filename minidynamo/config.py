@@ -27,3 +27,7 @@ debug_dir: str | None = os.environ.get("MINICOMPILE_DEBUG_DIR") or None
 
 # Re-raise bugs in the translator instead of running the frame eagerly (tests set this).
 raise_internal_errors: bool = bool(os.environ.get("MINICOMPILE_RAISE_INTERNAL"))
+
+# Pause Python's garbage collector while a frame is translated and compiled ([Note: no collector while compiling]
+# in eval_frame.py).
+pause_gc_while_compiling: bool = True

@@ -318,3 +318,36 @@ def test_inlined_tensor_match_agrees_with_tensor_match():
         assert "___tensor_match" not in manager.source  # written out
         for t in [*zoo, "not a tensor"]:
             assert manager.check({"t": t}, {}) == (isinstance(t, torch.Tensor) and tensor_match(t, meta)), (meta, t)
+
+
+def test_the_collector_is_paused_while_a_frame_compiles_and_restored_after():
+    """[Note: no collector while compiling]: the backend runs with the garbage collector off; afterwards it is as
+    the program left it (on, or off if the program turned it off), also when the translation fails."""
+    import gc
+
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gc.isenabled())
+        return gm.forward
+
+    def f(x):
+        return x.sin() + 1
+
+    def unsupported(x):
+        return minidynamo.testing.not_a_function(x)  # the failure is the point
+
+    assert gc.isenabled()
+    x = torch.randn(3)
+    torch.testing.assert_close(minidynamo.minicompile(f, backend=backend)(x), f(x))
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(AttributeError):
+        minidynamo.minicompile(unsupported, backend=backend)(x)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        minidynamo.reset()
+        minidynamo.minicompile(f, backend=backend)(x)
+        assert seen == [False, False] and not gc.isenabled()  # the program's choice stands
+    finally:
+        gc.enable()
