@@ -15,14 +15,7 @@ from mininductor.specialize import is_symbolic_graph, specialize_graph
 
 from .utils import assert_same
 
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    minidynamo.reset()
-    metrics.reset()
-    monkeypatch.setattr(minidynamo.config, "raise_internal_errors", True)
-    yield
-    minidynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
 
 def _model(x, w):

@@ -16,14 +16,7 @@ from mininductor.runtime import KernelLauncher
 
 from .utils import DEVICE, assert_same, check
 
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    minidynamo.reset()
-    metrics.reset()
-    monkeypatch.setattr(minidynamo.config, "raise_internal_errors", True)
-    yield
-    minidynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
 
 def _run_shapes(fn, make_args, shapes, dynamic=None):

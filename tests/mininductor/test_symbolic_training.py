@@ -17,14 +17,7 @@ from mininductor import metrics
 
 from .utils import assert_same
 
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    minidynamo.reset()
-    metrics.reset()
-    monkeypatch.setattr(minidynamo.config, "raise_internal_errors", True)
-    yield
-    minidynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
 
 def _train_step(compiled, fn, *args):
