@@ -104,6 +104,8 @@ def print_row(row: dict) -> None:
         print("  " + "  ".join(f"{k} {phases.get(k, 0.0):.2f}" for k in PHASES))
     if "counts" in row:
         print("  " + "  ".join(f"{k} {v}" for k, v in row["counts"].items()))
+    for error in row.get("worker_errors", []):
+        print(f"  compile worker failed: {error}")
     if row.get("triton_compile"):
         t = row["triton_compile"]
         print(f"  triton.compile: {t['variants']} variants, {t['sum_s']:.2f} s summed over threads; slowest: "
@@ -141,6 +143,8 @@ def measure(kind: str, compiler: str, args) -> dict:
     if compiler == "minicompile":
         row["phases"] = _phases(mininductor.metrics.phase_times, first_s)
         row["counts"] = _counts(minidynamo, mininductor)
+        if mininductor.metrics.compile_worker_errors:
+            row["worker_errors"] = mininductor.metrics.compile_worker_errors[:3]
     if triton_times is not None:
         row["triton_compile"] = _summarise_triton(triton_times)
     if profiler is not None:
@@ -212,7 +216,8 @@ def _counts(minidynamo, mininductor) -> dict:
     c, m = minidynamo.counters, mininductor.metrics
     return {"graphs": c["stats"]["unique_graphs"], "recompiles": c["recompiles"]["total"],
             "graph_breaks": sum(c["graph_break"].values()), "fx_graph_cache_hits": m.fx_graph_cache_hits,
-            "kernels": m.generated_kernel_count, "aten_fallbacks": m.fallback_count}
+            "kernels": m.generated_kernel_count, "aten_fallbacks": m.fallback_count,
+            "worker_compiles": m.compile_worker_jobs, "worker_failures": m.compile_worker_failures}
 
 
 def _time_triton_compile() -> list:

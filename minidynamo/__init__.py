@@ -10,7 +10,7 @@ Stages, in the order a call goes through them: ``eval_frame`` (the hook and cach
 ``guards`` and ``codegen`` (the transformed bytecode).
 """
 from . import config, exc
-from .backends import list_backends, register_backend
+from .backends import list_backends, register_backend, warm_up_inductor
 from .dynamic_shapes import mark_dynamic, mark_static
 from .eval_frame import OptimizedModule, disable, graph_break, minicompile, reset
 from .explain import explain, show_guards, show_transformed
@@ -20,3 +20,5 @@ from .utils import counters
 __all__ = ["minicompile", "explain", "reset", "graph_break", "disable", "show_guards", "show_transformed",  # noqa: RUF022
            "step_through", "list_backends", "register_backend", "config", "exc", "counters", "OptimizedModule",
            "mark_dynamic", "mark_static"]
+
+warm_up_inductor()  # on a GPU machine mininductor warms Triton up now, in the background (backends.py)

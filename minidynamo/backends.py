@@ -7,6 +7,7 @@ real ``torch._inductor.compile_fx.compile_fx``.  Mirrors ``torch/_dynamo/backend
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Callable
 
@@ -37,6 +38,21 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None = 
 _BACKENDS: dict[str, Callable] = {"eager": eager, "aot_eager": aot_eager, "inductor": inductor}
 
 
+def warm_up_inductor() -> None:
+    """Let mininductor warm Triton up in the background now, ahead of the first compile, and start its compile
+    workers if configured (``mininductor.compile_worker.warm_pool``; upstream starts its pool when
+    ``torch._inductor`` is imported).  Called when minidynamo is imported and when a program asks for "inductor";
+    does nothing after the first time, or without an NVIDIA GPU (asked without importing mininductor, so a CPU
+    machine does not pay for that import here)."""
+    if not os.path.exists("/dev/nvidiactl"):
+        return
+    try:
+        from mininductor.compile_worker import warm_pool
+    except ImportError:
+        return
+    warm_pool()
+
+
 @functools.lru_cache(None)
 def _warn_once(msg: str) -> None:
     warnings.warn(msg)
@@ -56,6 +72,8 @@ def lookup_backend(backend, mode: str | None = None, options: dict | None = None
         return backend
     if backend not in _BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {list_backends()} or pass a callable")
+    if backend == "inductor":
+        warm_up_inductor()
     if backend == "inductor" and (mode or options):
         return functools.partial(inductor, mode=mode, options=options)
     return _BACKENDS[backend]

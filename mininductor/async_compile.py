@@ -21,12 +21,14 @@ tensor (Triton wraps it in a ``MockTensor``: a null pointer, so 16-byte aligned,
 are), ints are the real sizes, so the key is the one the real launch computes and that launch finds the kernel
 compiled.  Should a launch differ (a misaligned view), it compiles its own variant, as before: results cannot change.
 
-Threads, not processes: most of a compile runs in MLIR/LLVM and in ``ptxas`` (a subprocess), outside the GIL, so a
-thread pool overlaps them with no pickling of kernels.  Upstream Inductor uses a pool of worker processes
-(``compile_worker/subproc_pool.py``), which also overlaps the Python parts; it is started ahead of time, since a
-process pool costs seconds to start.  ``config.compile_threads`` sets the pool size (1: compile at first launch, as
-before).  A symbolic-size kernel is compiled for the sizes of the call it was traced for.  Left out: the CPU, where
-Triton's interpreter has nothing to compile.
+Threads by default, processes if asked: part of a compile runs in MLIR/LLVM and in ``ptxas`` (a subprocess),
+outside the GIL, so a thread pool overlaps them with no pickling of kernels -- up to about 2.2x, since the other
+half holds the GIL.  Upstream Inductor uses a pool of worker processes, which also overlaps the Python parts; ours
+is ``compile_worker/``: with ``config.compile_workers`` > 0 each thread hands its variant to a worker, then finds it
+in Triton's disk cache (off by default: the workers start too slowly to help a first call; see there).
+``config.compile_threads`` sets the thread pool's size (1: compile at first launch, as before).  A symbolic-size
+kernel is compiled for the sizes of the call it was traced for.  Left out: the CPU, where Triton's interpreter has
+nothing to compile.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ from typing import Any
 import sympy
 import torch
 
-from . import config
+from . import compile_worker, config
+from .compile_worker import CompileJob
 from .indexing import is_symbolic
 
 _POOL: ThreadPoolExecutor | None = None
@@ -83,26 +86,47 @@ def precompile(module: Any, signatures: dict[str, list], wait: bool = True,
     """Compile every candidate config of every kernel in ``signatures`` (name -> ``kernel_signature``) on the
     pool, for CUDA device ``device`` (an index; None: the workers' current one); with ``wait``, return once all
     are done.  A variant that fails to compile is left to its launch, which reports the error (or, when
-    autotuning, skips that config) as before."""
+    autotuning, skips that config) as before.  Where worker processes run (compile_worker.py), each thread first
+    hands its variant to one of them."""
     jobs = list(_jobs(module, signatures))
     if not jobs:
         return []
-    _prepare(launcher for launcher, _, _ in jobs)
-    futures = [pool().submit(_warmup, launcher, signature, cfg, device) for launcher, signature, cfg in jobs]
+    _prepare(launcher for launcher, *_ in jobs)
+    remote = _remote_jobs(module, jobs, device)
+    futures = [pool().submit(_compile_variant, launcher, signature, cfg, device, job)
+               for (launcher, signature, cfg, _, _), job in zip(jobs, remote)]
     if wait:
         for f in futures:
             f.exception()  # wait; errors are the launch's to report
     return futures
 
 
-def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list, dict]]:
+def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list, dict, str, int]]:
     for name, signature in signatures.items():
         launcher = getattr(module, name, None)
         if signature is None or launcher is None or getattr(launcher, "interpret", True):
             continue
-        for candidate in getattr(launcher, "candidates", [launcher]):  # a ReductionKindChoice: both kernels
+        for i, candidate in enumerate(getattr(launcher, "candidates", [launcher])):  # a ReductionKindChoice: both
             for cfg in candidate.configs:
-                yield candidate, signature, cfg
+                yield candidate, signature, cfg, name, i
+
+
+def _remote_jobs(module: Any, jobs: list, device: int | None) -> list[CompileJob | None]:
+    """What each variant's job for a worker process is; all None where no workers run or the module has no file."""
+    path = getattr(module, "__file__", None)
+    if compile_worker.ready_pool() is None or path is None:
+        return [None] * len(jobs)
+    try:
+        from triton.runtime import driver
+        index = device if device is not None else driver.active.get_current_device()
+        target = driver.active.get_current_target()
+        props = dict(driver.active.utils.get_device_properties(index))
+    except Exception:  # noqa: BLE001 - an unknown driver: compile in-process
+        return [None] * len(jobs)
+    return [CompileJob(path, module.__name__, name, i, [str(a) if isinstance(a, torch.dtype) else a
+                                                        for a in signature],
+                       cfg, (target.backend, target.arch, target.warp_size), props)
+            for _, signature, cfg, name, i in jobs]
 
 
 def _prepare(launchers: Iterable[Any]) -> None:
@@ -117,6 +141,17 @@ def _prepare(launchers: Iterable[Any]) -> None:
         caches = getattr(launcher.fn, "device_caches", None)
         if caches is not None:
             caches[device]
+
+
+def _compile_variant(launcher: Any, signature: list, cfg: dict, device: int | None,
+                     job: CompileJob | None) -> None:
+    """One variant, on a pool thread: a worker process compiles it into Triton's disk cache if one is free, then
+    ``_warmup`` here finds it there and only loads it (or, if no worker did, compiles it itself)."""
+    if job is not None:
+        pool_ = compile_worker.ready_pool()
+        if pool_ is not None:
+            pool_.compile(job)
+    _warmup(launcher, signature, cfg, device)
 
 
 def _warmup(launcher: Any, signature: list, cfg: dict, device: int | None = None) -> None:
@@ -138,6 +173,7 @@ def maybe_precompile(module: Any, kernels: list, graph: Any, device: torch.devic
     """``precompile`` a CUDA graph's kernels when ``config.compile_threads`` allows (not on the interpreter)."""
     if device.type != "cuda" or compile_threads() <= 1 or not kernels:
         return
+    compile_worker.warm_pool()  # no-op once started (minidynamo starts it before the first compile)
     with timed("precompile"):
         index = device.index if device.index is not None else torch.cuda.current_device()
         precompile(module, signatures_of(kernels, graph), device=index)

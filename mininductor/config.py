@@ -75,6 +75,19 @@ fusion: bool = True
 compile_threads: int | None = int(os.environ["MINICOMPILE_COMPILE_THREADS"]) \
     if os.environ.get("MINICOMPILE_COMPILE_THREADS") else None
 
+# GPU: worker processes that compile those kernels (compile_worker/; threads alone stop helping at ~2.2x).  0 (the
+# default) = none: the threads compile in-process.  Off by default because a worker takes 5-8 s to start (it imports
+# torch), and workers starting beside a first call made it 1.4x slower on an H200 host; once started they compile
+# a batch of kernels 3x faster than the threads (docs/benchmarks.md).  A job a worker has not answered after
+# compile_worker_timeout seconds is compiled in-process; a worker not started after compile_worker_start_timeout is
+# never used.
+compile_workers: int = int(os.environ.get("MINICOMPILE_COMPILE_WORKERS") or 0)
+# GPU: compile one tiny kernel on a background thread when minidynamo or mininductor is imported, so the first
+# compiled call does not pay for Triton's start-up ([Note: a process's first Triton compile]).
+warm_up_triton: bool = os.environ.get("MINICOMPILE_WARM_UP", "1") != "0"
+compile_worker_timeout: float = 120.0
+compile_worker_start_timeout: float = 120.0
+
 
 @contextlib.contextmanager
 def patch(**changes):

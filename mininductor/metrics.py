@@ -29,6 +29,11 @@ symbolic_compiles: int = 0
 symbolic_fallbacks: list = []
 # Backend calls answered by FxGraphCache (fx_graph_cache.py): a graph equal to one compiled before.
 fx_graph_cache_hits: int = 0
+# GPU kernel variants compiled by a worker process (compile_worker.py), and the jobs a worker failed, died or
+# hung on (each then compiled in our process, as without workers), with why.
+compile_worker_jobs: int = 0
+compile_worker_failures: int = 0
+compile_worker_errors: list = []
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -55,9 +60,10 @@ def timed(phase: str) -> Iterator[None]:
 def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
-    global symbolic_compiles, fx_graph_cache_hits
+    global symbolic_compiles, fx_graph_cache_hits, compile_worker_jobs, compile_worker_failures
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
-    symbolic_compiles = fx_graph_cache_hits = 0
+    symbolic_compiles = fx_graph_cache_hits = compile_worker_jobs = compile_worker_failures = 0
+    compile_worker_errors.clear()
     from . import fx_graph_cache
     fx_graph_cache.clear()  # counts start from an empty cache
     symbolic_fallbacks.clear()

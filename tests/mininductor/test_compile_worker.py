@@ -1,0 +1,149 @@
+"""compile_worker: a worker process compiles a GPU kernel into Triton's disk cache, on a machine without a GPU.
+
+The worker never touches a GPU (it answers Triton with a stand-in driver for the parent's target), so the whole
+round trip -- start, ready, job, reply -- runs here in CI: the kernel is compiled for an H100/H200 (sm 90) with
+Triton's own ``ptxas``.  That the parent then *loads* the cached binary instead of compiling it again needs a GPU:
+``test_the_parent_finds_the_workers_kernel_in_the_cache`` checks it there.  Failures must cost nothing but speed:
+a job that raises, a worker that dies and one that hangs each make ``compile`` say False (the caller then compiles
+in-process) and are counted.
+"""
+import os
+import textwrap
+
+import pytest
+import torch
+
+from mininductor import config, metrics
+from mininductor.compile_worker import CompileJob, SubprocPool
+
+KERNEL = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+    from mininductor.runtime import KernelLauncher
+
+    @triton.jit
+    def triton_poi_fused_mul_sin_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = xindex < xnumel
+        tmp0 = tl.load(in_ptr0 + xindex, xmask, other=0)
+        tl.store(out_ptr0 + xindex, tl.sin(tmp0) * 2.0, xmask)
+
+    triton_poi_fused_mul_sin_0 = KernelLauncher(triton_poi_fused_mul_sin_0, 'poi', xnumel=1000, rnumel=1,
+                                                device_type='cuda')
+''')
+H100 = ("cuda", 90, 32)  # what Triton's driver reports on an H100/H200: (backend, compute capability, warp size)
+
+
+def _job(path, kernel="triton_poi_fused_mul_sin_0", config_=None) -> CompileJob:
+    return CompileJob(str(path), "mininductor_test_worker_module", kernel, 0, ["torch.float32", "torch.float32", 1000],
+                      config_ or {"XBLOCK": 256, "num_warps": 4}, H100, {"max_shared_mem": 232448})
+
+
+def _cached_binaries(cache_dir) -> list[str]:
+    return [f for _, _, files in os.walk(cache_dir) for f in files if f.endswith(".cubin")]
+
+
+@pytest.fixture
+def pool(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    pool = SubprocPool(1)
+    assert pool.ready.wait(120), "the worker did not start"
+    metrics.reset()
+    yield pool
+    pool.shutdown()
+
+
+def test_a_worker_compiles_a_kernel_for_the_gpu_into_tritons_cache(pool, tmp_path):
+    # before it said it was ready, the worker warmed Triton up with a kernel of its own
+    assert _cached_binaries(tmp_path / "triton") == ["mininductor_warm_up.cubin"]
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    assert pool.compile(_job(path))
+    assert sorted(_cached_binaries(tmp_path / "triton")) == ["mininductor_warm_up.cubin",
+                                                               "triton_poi_fused_mul_sin_0.cubin"]
+    assert (metrics.compile_worker_jobs, metrics.compile_worker_failures) == (1, 0)
+    # a second config of the same kernel: a second binary, from the same (still running) worker
+    assert pool.compile(_job(path, config_={"XBLOCK": 1024, "num_warps": 8}))
+    assert len(_cached_binaries(tmp_path / "triton")) == 3
+    assert metrics.compile_worker_jobs == 2 and pool.workers[0].proc.poll() is None
+
+
+def test_a_failed_job_is_reported_and_the_worker_keeps_serving(pool, tmp_path):
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    assert not pool.compile(_job(path, kernel="no_such_kernel"))
+    assert metrics.compile_worker_failures == 1 and "AttributeError" in metrics.compile_worker_errors[0]
+    assert pool.compile(_job(path))  # the same worker, still there
+    assert metrics.compile_worker_jobs == 1
+
+
+def test_a_dead_or_hung_worker_is_dropped_and_the_caller_compiles_itself(pool, tmp_path):
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    with config.patch(compile_worker_timeout=0.01):  # no compile takes 10 ms: a "hung" worker
+        assert not pool.compile(_job(path))
+    assert "worker lost (TimeoutError)" in metrics.compile_worker_errors[-1]
+    assert pool.workers[0].proc.poll() is not None  # killed, not returned to the idle queue
+    assert not pool.compile(_job(path))  # no worker left: the caller compiles in-process, at once
+    assert metrics.compile_worker_failures == 1  # "none free" is not a failure
+
+
+def test_a_worker_that_dies_is_dropped(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    pool = SubprocPool(1)
+    try:
+        assert pool.ready.wait(120)
+        pool.workers[0].proc.kill()
+        pool.workers[0].proc.wait()
+        metrics.reset()
+        assert not pool.compile(_job(tmp_path / "kernel.py"))
+        assert "worker lost (BrokenPipeError)" in metrics.compile_worker_errors[0] or \
+            "worker lost (EOFError)" in metrics.compile_worker_errors[0]
+    finally:
+        pool.shutdown()
+
+
+def test_no_workers_start_without_a_gpu_or_when_turned_off():
+    from mininductor import compile_worker
+    if not compile_worker.gpu_present():
+        assert compile_worker.warm_pool() is None and compile_worker.ready_pool() is None
+    with config.patch(compile_workers=0):
+        assert not compile_worker._wanted()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="loading a cached binary needs a GPU")
+def test_the_parent_finds_the_workers_kernel_in_the_cache(pool, tmp_path):
+    """After the worker's compile, our own ``warmup`` (async_compile's) loads that binary: Triton's cache holds no
+    second one for it, and the kernel computes what eager does."""
+    from triton.runtime import driver
+
+    from mininductor import async_compile, runtime
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    target = driver.active.get_current_target()
+    job = _job(path)
+    job = CompileJob(job.path, job.module, job.kernel, 0, job.signature, job.config,
+                     (target.backend, target.arch, target.warp_size),
+                     dict(driver.active.utils.get_device_properties(torch.cuda.current_device())))
+    assert pool.compile(job)
+    assert len(_cached_binaries(tmp_path / "triton")) == 2  # the warm-up kernel's, and this one's
+    signature = [torch.float32, torch.float32, 1000]
+    other = runtime.load_module(KERNEL.replace("2.0", "5.0"), interpret=False)  # compiled here: a second binary
+    async_compile._warmup(other.triton_poi_fused_mul_sin_0, signature, job.config)
+    assert len(_cached_binaries(tmp_path / "triton")) == 3
+    module = runtime.load_module(KERNEL, interpret=False)  # the worker's kernel: found, not compiled again
+    async_compile._warmup(module.triton_poi_fused_mul_sin_0, signature, job.config)
+    assert len(_cached_binaries(tmp_path / "triton")) == 3
+    x = torch.randn(1000, device="cuda")
+    y = torch.empty_like(x)
+    module.triton_poi_fused_mul_sin_0.run(x, y, 1000)
+    torch.testing.assert_close(y, torch.sin(x) * 2)
+
+
+def test_triton_warms_up_in_our_process_without_a_gpu(tmp_path, monkeypatch):
+    """warm_pool's background warm-up ([Note: a process's first Triton compile]) compiles for an explicit target:
+    it needs no GPU and never asks Triton's driver, so it cannot initialise CUDA behind the program's back."""
+    from mininductor import compile_worker
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    compile_worker.warm_up_triton()
+    assert _cached_binaries(tmp_path / "triton") == ["mininductor_warm_up.cubin"]
