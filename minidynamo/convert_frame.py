@@ -58,14 +58,14 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
     (the loop index while it is a constant, another row count), and each time the first attempt failed where the
     last one did: a third of the tutorial MoE's first call, when it still compiled once per expert.  So a resume
     function that broke at an instruction starts its next translation with the break there; should that attempt
-    fail elsewhere, the usual restart follows.  (A break the new values would not have needed would cost speed,
-    never correctness.)  User functions keep upstream's restart.
+    fail elsewhere, the usual restart follows -- at once if it failed before reaching the hinted instruction: up to
+    there it traced what a translation without the break traces, so that one would fail at the same instruction.
+    (A break the new values would not have needed would cost speed, never correctness.)  User functions keep
+    upstream's restart.
     """
-    hinted = _translate_with_break_hint(fn, f_locals, compiler_fn, ctx)
-    if hinted is not None:
-        return hinted
     try:
-        return translate(fn, f_locals, compiler_fn, ctx)
+        hinted = _translate_with_break_hint(fn, f_locals, compiler_fn, ctx)
+        return hinted if hinted is not None else translate(fn, f_locals, compiler_fn, ctx)
     except Unsupported as e:
         offset = getattr(e, "root_offset", None)
         if ctx is None or ctx.fullgraph or not can_break_at(fn.__code__, offset):
@@ -79,13 +79,18 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
 
 
 def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | None:
-    """Translate a resume function breaking where it broke last time (see [Note: break hints]); None if it fails."""
+    """Translate a resume function breaking where it broke last time (see [Note: break hints]).
+
+    None if there is no hint, or if the translation failed at the hinted break itself; raises ``Unsupported`` if it
+    failed before reaching it (an instruction of the root frame other than the break's sets ``root_offset``)."""
     e = ctx.break_hints.get(fn.__code__) if ctx is not None and not ctx.fullgraph else None
     if e is None:
         return None
     try:
         entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=e.root_offset)
-    except Unsupported:
+    except Unsupported as failure:
+        if getattr(failure, "root_offset", None) not in (None, e.root_offset):
+            raise
         return None
     if entry.broke:
         counters["graph_break"][e.reason] += 1

@@ -28,12 +28,16 @@ them too), and a tensor whose number of dimensions changed.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import os
 import re
+import types
 from typing import Any
 
 import torch
 from torch._guards import GuardSource
 from torch._guards import Source as TorchSource
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 
 from . import config
@@ -52,6 +56,31 @@ def mark_static(t: torch.Tensor, index: int | list[int] | None = None) -> None:
     """Never make dimension(s) ``index`` (default: all) of ``t`` symbolic (``torch._dynamo.mark_static``)."""
     dims = range(t.dim()) if index is None else ([index] if isinstance(index, int) else index)
     t._minidynamo_static_dims = set(getattr(t, "_minidynamo_static_dims", set())) | set(dims)
+
+
+class ShapeEnv(symbolic_shapes.ShapeEnv):
+    """PyTorch's ``ShapeEnv``, finding the frame it labels its records with without importing half of PyTorch.
+
+    [Note: the ShapeEnv's user frame]  When it makes a symbol or a range, the ShapeEnv notes "where" for its log
+    lines and error messages: the first frame on the stack outside a list of PyTorch files
+    (``symbolic_shapes.uninteresting_files``).  Building that list imports ``torch.export``, AOTAutograd's
+    partitioner and networkx -- about 0.2 s of the tutorial MoE's first call, for nothing we use (our guards carry
+    our own user lines: ``OutputGraph.user_frame``).  Here the frame is the first one outside the ``torch``
+    package: in a translation, a minidynamo or mininductor line.  It only labels messages; no decision reads it.
+    """
+
+    def _get_user_frame(self) -> types.FrameType | None:
+        frame = inspect.currentframe().f_back  # our caller: this method is not the place to report
+        while frame is not None and _is_torch_file(frame.f_code.co_filename):
+            frame = frame.f_back
+        return frame
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+def _is_torch_file(filename: str) -> bool:
+    return filename.startswith(_TORCH_DIR) or filename == "<string>"
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic
 
 from . import config, dynamic_shapes
 from .exc import unimplemented
@@ -93,7 +93,7 @@ class OutputGraph:
         self.tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
         # [Note: one ShapeEnv per translation] Symbols, their ranges and the guards on them belong to this frame's
         # trace.  Without dynamic inputs it holds nothing and every fake tensor is static (dynamic_shapes.py).
-        self.shape_env = ShapeEnv()
+        self.shape_env = dynamic_shapes.ShapeEnv()
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
         self.symbolic_inputs: list[tuple[Source, Any]] = []  # every fakified input, for ShapeEnv.produce_guards
         self.marked_symbols: list[tuple[str, Any]] = []  # mark_dynamic dims: (name, symbol)

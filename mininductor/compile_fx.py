@@ -274,6 +274,7 @@ def trace_inference(gm, example_inputs):
     from torch.fx import traceback as fx_traceback
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from .aot_autograd import no_dispatch_cache
     table = select_decomp_table()
     fn = functionalize(gm, remove="mutations")
     fake_mode = next((x.fake_mode for x in example_inputs if isinstance(x, FakeTensor)), None)
@@ -281,7 +282,7 @@ def trace_inference(gm, example_inputs):
         if fake_mode is not None:  # inputs are already fake: trace in their mode (parameters may be real)
             prior, fake_mode.allow_non_fake_inputs = fake_mode.allow_non_fake_inputs, True
             try:
-                with fake_mode:
+                with fake_mode, no_dispatch_cache(fake_mode):  # [Note: no fake dispatch cache in AOT]
                     aten_gm = make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
             finally:
                 fake_mode.allow_non_fake_inputs = prior

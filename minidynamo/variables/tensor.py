@@ -251,7 +251,8 @@ def no_dispatch_cache(fake_mode):
     translation has its own ShapeEnv (see [Note: one ShapeEnv per translation]), and an op on symbolic sizes is
     cached on that ShapeEnv, so a translation's ops mostly miss, and a miss costs the dispatch plus building the
     entry plus a second, synthesised output to validate it.  On the tutorial MoE's first call: 228 hits, 726
-    misses; without the cache, translation was 12-15% faster.  The backend's tracing (AOT) keeps the cache."""
+    misses; without the cache, translation was 12-15% faster.  mininductor's AOT does the same ([Note: no fake
+    dispatch cache in AOT] in ``mininductor/aot_autograd.py``)."""
     if not hasattr(fake_mode, "cache_enabled"):  # a torch without the cache: nothing to turn off
         yield
         return

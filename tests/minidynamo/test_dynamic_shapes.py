@@ -274,3 +274,33 @@ def test_a_resumed_loop_variable_is_a_symbol_from_the_first_compile(dynamic):
         assert ctx.recompile_reasons and all("TUPLE_ITERATOR_LEN" in r for r in ctx.recompile_reasons)
     else:
         assert len(loop) == 5  # i == 1, 2, 3, 4 and the loop's end
+
+
+# --- [Note: the ShapeEnv's user frame] -------------------------------------------------------------------------
+def test_shape_env_user_frame_is_the_first_frame_outside_torch():
+    from minidynamo.dynamic_shapes import ShapeEnv
+    frame = ShapeEnv()._get_user_frame()
+    assert frame is not None and frame.f_code is test_shape_env_user_frame_is_the_first_frame_outside_torch.__code__
+
+
+SYMBOLS_CHILD = """
+import sys, torch, minidynamo
+from minidynamo.testing import CompileCounter
+cnt = CompileCounter()
+f = minidynamo.minicompile(lambda x: x.nonzero().sum() + x.shape[0], backend=cnt, dynamic=True)
+for n in (3, 4, 5):
+    x = torch.arange(n)
+    assert f(x) == x.nonzero().sum() + n
+assert minidynamo.counters["graph_break"], "nonzero should have made an unbacked symbol, then a graph break"
+print("imported:", [m for m in ("torch.export._trace", "networkx") if m in sys.modules])
+"""
+
+
+def test_making_symbols_does_not_import_torch_export():
+    """Symbols (and nonzero's unbacked one) are made without building ``uninteresting_files``' import list."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", SYMBOLS_CHILD], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "imported: []" in proc.stdout

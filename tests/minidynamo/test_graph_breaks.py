@@ -493,3 +493,28 @@ def test_loop_body_recompiles_start_with_the_break_of_the_last_translation():
     assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 2
     assert len(ctx.recompile_reasons) == 1
     assert torch.allclose(compiled(x), f(x)) and cnt.frame_count == 2
+
+
+def test_a_hinted_translation_that_fails_before_its_break_restarts_at_once():
+    # [Note: break hints]: once the iterator is exhausted, the loop body's resume function leaves the loop and
+    # fails at the second break, before the hinted one; a translation without the hint would fail there too, so
+    # the restart with the break there comes at once
+    torch.manual_seed(0)
+    layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+    def f(x):
+        for i in range(3):
+            x = torch.relu(layers[i](x))
+            minidynamo.graph_break()
+        x = x * 2
+        minidynamo.graph_break()
+        return x + 1
+
+    compiled = minidynamo.minicompile(f, backend=CompileCounter())
+    x = torch.randn(3, 4)
+    assert torch.allclose(compiled(x), f(x))
+    ctx = compiled._minidynamo_ctx
+    failed = minidynamo.counters["frames"]["total"] - minidynamo.counters["frames"]["ok"]
+    assert failed == 3  # f's, the loop body's first, and the hinted attempt of the exhausted loop: no fourth
+    assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 3
+    assert torch.allclose(compiled(x), f(x))
