@@ -29,7 +29,7 @@ from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .decomposition import select_decomp_table
 from .graph import GraphLowering
-from .runtime import CudaGraphRunner, load_module, unflattener
+from .runtime import CudaGraphRunner, is_static_input, load_module, unflattener
 from .scheduler import Scheduler
 from .specialize import (
     IntsAsTensors,
@@ -55,7 +55,8 @@ class CompiledGraph:
         # CUDA graphs are recorded on the first real call: example inputs may be fake tensors (AOTAutograd)
         self._use_cudagraphs = config.mode == "reduce-overhead" and any(
             isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs)
-        self._runners: dict[tuple, CudaGraphRunner | None] = {}  # one per input shape signature (see runner())
+        # one per input shape signature, then per set of parameters (see runner())
+        self._runners: dict[tuple, dict[tuple, CudaGraphRunner | None]] = {}
 
     def __call__(self, *args):
         runner = self.runner(args) if self._use_cudagraphs else None
@@ -63,24 +64,38 @@ class CompiledGraph:
         return self.unflatten(flat)
 
     def runner(self, args: tuple) -> CudaGraphRunner | None:
-        """The CUDA graph recorded for these inputs' shapes and strides (and int arguments), recorded on first
-        use. A CUDA graph replays fixed sizes, so a symbolic graph gets one per size signature, as upstream's
-        cudagraph trees do; past ``config.cudagraph_max_shapes`` signatures, new ones run without a graph."""
-        key = tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else
-                    (type(a), a) for a in args)
+        """The CUDA graph recorded for these inputs, recorded on first use.
+
+        [Note: one recording per shape and per set of parameters]  A CUDA graph replays fixed sizes and fixed
+        addresses.  So a symbolic graph gets one recording per size signature, as upstream's cudagraph trees do,
+        up to ``config.cudagraph_max_shapes`` signatures.  And parameters are recorded in place, never copied
+        ([Note: static inputs] in runtime.py): a graph shared by several modules -- the tutorial MoE's loop body
+        runs every expert's weights through one compiled graph -- gets one recording per module's parameters,
+        keyed by their addresses, up to ``config.cudagraph_max_static_variants`` per signature.  Past either
+        limit, calls run without a graph, with the same results."""
+        shapes = tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor) else
+                       (type(a), a) for a in args)
+        params = tuple(a.data_ptr() for a in args if isinstance(a, torch.Tensor) and is_static_input(a))
         try:
-            if key in self._runners:
-                return self._runners[key]
+            variants = self._runners.get(shapes)
         except TypeError:  # an unhashable argument: no signature to record under
             return None
+        if variants is None:
+            variants = self._runners[shapes] = {}
+            if len(self._runners) > config.cudagraph_max_shapes:
+                variants[None] = None  # past the limit: this signature runs plainly, whatever the parameters
+        if None in variants:
+            return None
+        if params in variants:
+            return variants[params]
         runner = None
-        if len(self._runners) < config.cudagraph_max_shapes:
+        if len(variants) < config.cudagraph_max_static_variants:
             try:
                 runner = CudaGraphRunner(self.call, list(args), self.mutated_inputs)
             except Exception as e:  # noqa: BLE001  (e.g. an op that syncs with the CPU cannot be captured)
                 warnings.warn(f"mininductor: CUDA graph capture failed ({type(e).__name__}: {e}); running plainly")
                 self._use_cudagraphs = False
-        self._runners[key] = runner
+        variants[params] = runner
         return runner
 
 

@@ -63,6 +63,10 @@ interpret_block_max: int = 1 << 16
 # mode="reduce-overhead": CUDA graphs recorded per compiled graph, one per input size signature, at most this many
 # (upstream warns past 8 distinct sizes); calls with further sizes run without a graph.
 cudagraph_max_shapes: int = 8
+# ... and per size signature, one recording per set of parameters, at most this many: a graph several modules share
+# (the tutorial MoE's 32 experts) replays each module's weights in place ([Note: one recording per shape and per set
+# of parameters] in compile_fx.py).
+cudagraph_max_static_variants: int = 64
 
 # "default" | "max-autotune" | "reduce-overhead"; set per call by compile_fx(mode=...).
 mode: str = "default"

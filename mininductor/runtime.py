@@ -450,16 +450,18 @@ class CudaGraphRunner:
     expert's rows -- a wrong answer, found by running the tutorial under ``mode="reduce-overhead"``.  A tensor
     saved for a backward and then overwritten by a replay now fails the backward's version check, as eager does.
 
-    One runner records one set of input shapes: ``CompiledGraph`` keeps a runner per shape signature (a symbolic
-    graph is called with many), up to ``config.cudagraph_max_shapes``, and runs the others without a graph.
+    One runner records one set of input shapes and one set of parameters: ``CompiledGraph`` keeps a runner per
+    shape signature (a symbolic graph is called with many) and per set of parameter addresses (a graph several
+    modules share), within ``config.cudagraph_max_shapes`` and ``config.cudagraph_max_static_variants``, and runs
+    the others without a graph ([Note: one recording per shape and per set of parameters] in compile_fx.py).
     """
 
     def __init__(self, call, example_inputs: list, mutated: frozenset[int] = frozenset()) -> None:
         self.call = call
         self.mutated = mutated
-        self.static_inputs = [x if _is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
+        self.static_inputs = [x if is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
                               for x in example_inputs]
-        self.in_place = [k for k, x in enumerate(example_inputs) if _is_static_input(x)]  # recorded on the real one
+        self.in_place = [k for k, x in enumerate(example_inputs) if is_static_input(x)]  # recorded on the real one
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -472,8 +474,9 @@ class CudaGraphRunner:
 
     def __call__(self, inputs: list):
         if any(self.static_inputs[k].data_ptr() != inputs[k].data_ptr() for k in self.in_place):
-            # Other parameters than the recorded ones (another module of the same type passed the guards): they
-            # must not be copied into the recorded parameters, which belong to a live module. Run without the graph.
+            # Other parameters than the recorded ones (CompiledGraph keys runners by them, so only a caller that
+            # bypasses it gets here): they must not be copied into the recorded parameters, which belong to a live
+            # module. Run without the graph.
             return self.call(list(inputs))
         for dst, src in zip(self.static_inputs, inputs):
             if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr():
@@ -490,7 +493,7 @@ class CudaGraphRunner:
         return self.static_outputs
 
 
-def _is_static_input(x) -> bool:
+def is_static_input(x) -> bool:
     """Parameters and buffers of modules: tensors whose address does not change between calls."""
     return isinstance(x, torch.nn.Parameter) or getattr(x, "_is_param", False) or \
         getattr(x, "_dynamo_static_input_type", None) is not None

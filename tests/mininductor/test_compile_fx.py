@@ -208,7 +208,39 @@ def test_reduce_overhead_records_one_cuda_graph_per_input_shape(monkeypatch):
         x = torch.randn(rows, 4)
         torch.testing.assert_close(compiled(x), [f(x)])
     assert recorded == [[(3, 4)], [(5, 4)]]  # the third shape is past the limit: it runs plainly
-    assert len(compiled._runners) == 3 and compiled._runners[next(reversed(compiled._runners))] is None
+    assert len(compiled._runners) == 3 and compiled._runners[next(reversed(compiled._runners))] == {None: None}
+
+
+def test_reduce_overhead_records_one_cuda_graph_per_set_of_parameters(monkeypatch):
+    """One compiled graph run with several modules' parameters (the tutorial MoE's experts share theirs) records
+    one CUDA graph per module: parameters are recorded in place, never copied, so a recording is only ever
+    replayed with its own; past ``config.cudagraph_max_static_variants`` sets, calls run without a graph. Values
+    stay eager's. The recording is stood in for; the GPU run of this suite records the MoE's real ones."""
+    compile_fx_module = importlib.import_module("mininductor.compile_fx")
+    recorded = []
+
+    class Runner:
+        def __init__(self, call, inputs, mutated):
+            self.call, self.weight = call, inputs[1]
+            recorded.append(self.weight)
+
+        def __call__(self, inputs):
+            assert inputs[1] is self.weight  # never replayed with another module's weight
+            return self.call(inputs)
+
+    monkeypatch.setattr(compile_fx_module, "CudaGraphRunner", Runner)
+    monkeypatch.setattr(mininductor.config, "cudagraph_max_static_variants", 2)
+    experts = [torch.nn.Linear(4, 4, bias=False) for _ in range(3)]
+    module = types.SimpleNamespace(call=lambda inputs: [inputs[0] @ inputs[1].t()])
+    compiled = compile_fx_module.CompiledGraph(module, pytree.tree_flatten([0])[1],
+                                               [torch.randn(2, 4), experts[0].weight], "")
+    compiled._use_cudagraphs = True
+    for k in (0, 1, 0, 2, 1, 2):
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(compiled(x, experts[k].weight), [experts[k](x)])
+    assert recorded == [experts[0].weight, experts[1].weight]  # the third expert is past the limit
+    (variants,) = compiled._runners.values()
+    assert len(variants) == 3 and variants[(experts[2].weight.data_ptr(),)] is None
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs need a GPU (MININDUCTOR_TEST_DEVICE=cuda)")
