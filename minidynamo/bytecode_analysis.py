@@ -28,11 +28,32 @@ TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_ABSOLUTE"}
 
 
+def real_instructions(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int]]:
+    """``code``'s instructions without ``EXTENDED_ARG`` prefixes, and offset -> index.
+
+    [Note: offsets of EXTENDED_ARG]  An instruction whose argument needs more than a byte (``UNPACK_EX 256`` for
+    ``*d, e = ...``, a far jump) starts at its ``EXTENDED_ARG`` prefix: jumps target the prefix, and a graph break
+    just before such an instruction continues at the prefix's offset.  So the prefix's offset maps to the index of
+    the instruction it extends, like the instruction's own offset.
+    """
+    instrs: list[dis.Instruction] = []
+    index: dict[int, int] = {}
+    prefixes: list[int] = []
+    for inst in dis.get_instructions(code):
+        if inst.opname == "EXTENDED_ARG":
+            prefixes.append(inst.offset)
+            continue
+        for offset in prefixes + [inst.offset]:
+            index[offset] = len(instrs)
+        prefixes.clear()
+        instrs.append(inst)
+    return instrs, index
+
+
 @functools.lru_cache(maxsize=256)
 def _flow(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list[list[int]]]:
     """Instructions, offset -> index, and each instruction's successors (as indices)."""
-    instrs = [i for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
-    index = {i.offset: k for k, i in enumerate(instrs)}
+    instrs, index = real_instructions(code)
     handlers = dis.Bytecode(code).exception_entries
     succ: list[list[int]] = []
     for k, inst in enumerate(instrs):

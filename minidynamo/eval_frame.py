@@ -149,6 +149,8 @@ class CompileContext:
         try:
             f_locals = self.frame_locals(fn, args, kwargs)
         except TypeError:  # arguments that do not fit: CPython raises its own TypeError, with its own message
+            f_locals = None
+        if f_locals is None:  # called outside the handler: see [Note: run eagerly outside an except block]
             return fn(*args, **kwargs)
         entries = self.cache.get(code)
         if entries is None:
@@ -209,21 +211,32 @@ class CompileContext:
         return self.generations.get(frame_state_key(self, code), 0)
 
     def compile_and_call(self, fn, f_locals, args, kwargs):
+        """Translate the frame and run what came out -- or, refused, run it eagerly.
+
+        [Note: run eagerly outside an except block]  The eager run happens *after* the ``except`` that caught the
+        refusal, never inside it.  Code run inside a handler sees that handler's exception: whatever the user's
+        function raises gets the ``Unsupported`` as its ``__context__`` (and the traceback a "During handling of
+        the above exception" preamble), ``sys.exc_info()`` and a bare ``raise`` see it, and on 3.11 CPython even
+        raises a different error -- ``f(**a, **b)`` with a repeated key gives ``KeyError`` instead of its
+        ``TypeError`` when an exception is being handled.
+        """
+        refusal = None
         try:
             with gc_paused():
                 entry = convert_frame(fn, f_locals, self.backend, self)
         except Unsupported as e:
             if self.fullgraph:
                 raise
-            return self.fall_back(fn, e, args, kwargs)
+            refusal = e
         except ConstraintViolationError:
             raise  # the user asked for a dynamic size the program cannot have: tell them, as upstream
         except Exception as e:  # a translator bug must not become a crash or a wrong answer
             if config.raise_internal_errors or self.fullgraph:
                 raise
-            err = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",
-                              "please report this; the frame runs eagerly")
-            return self.fall_back(fn, err, args, kwargs)
+            refusal = Unsupported(f"internal error in minidynamo: {type(e).__name__}: {e}",
+                                  "please report this; the frame runs eagerly")
+        if refusal is not None:
+            return self.fall_back(fn, refusal, args, kwargs)
         entry.generation = self.dynamic_generation(fn.__code__)
         self.cache[fn.__code__].append(entry)
         return entry.fn(*args, **kwargs)

@@ -28,6 +28,7 @@ import torch
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
+from .bytecode_analysis import real_instructions
 
 
 class Continuation:
@@ -110,9 +111,9 @@ def abstract_instructions(code: types.CodeType) -> tuple[Bytecode, dict[int, Ins
     """The ``bytecode`` form of ``code`` and, for each ``dis`` offset, its instruction object."""
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     instrs = [i for i in bc if isinstance(i, Instr)]
-    offsets = [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
-    assert len(instrs) == len(offsets), "bytecode and dis disagree on this code object"
-    return bc, dict(zip(offsets, instrs))
+    real, index = real_instructions(code)  # an EXTENDED_ARG's offset names the instruction it extends
+    assert len(instrs) == len(real), "bytecode and dis disagree on this code object"
+    return bc, {offset: instrs[k] for offset, k in index.items()}
 
 
 def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list[str | None],

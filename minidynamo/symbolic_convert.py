@@ -531,13 +531,28 @@ class InstructionTranslatorBase:
         v = {0: v, 1: str(v) if (inst.arg & 3) == 1 else v, 2: repr(v), 3: ascii(v)}[inst.arg & 3]
         self.push(ConstantVariable(format(v, spec)))
 
+    def _container_being_built(self, depth: int) -> VariableTracker:
+        """The list/set/dict that ``LIST_APPEND``/``MAP_ADD``/... add to, ``depth`` slots down the stack.
+
+        [Note: containers built across a graph break]  ``[x, *xs, f(x)]`` builds its list on the stack: BUILD_LIST,
+        LIST_EXTEND, then LIST_APPEND once ``f(x)`` returns.  A graph break at ``f`` hands the half-built list to
+        the resume function as an argument, so there it is an *input* (it has a source) and the append is a
+        mutation of a real list that generated code must replay -- a plain ``items.append`` would be dropped.
+        A fresh container (no source) is left alone: counting it as a write would make a pure generator that
+        builds a list look impure ([Note: eager generators]).
+        """
+        container = self.stack[-depth]
+        if container.source is not None:
+            self.output.side_effects.mutate(container)
+        return container
+
     def LIST_APPEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.append(v)
+        self._container_being_built(inst.arg).items.append(v)
 
     def LIST_EXTEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.extend(v.unpack_var_sequence(self))
+        self._container_being_built(inst.arg).items.extend(v.unpack_var_sequence(self))
 
     def SET_ADD(self, inst):
         v = self.pop()
@@ -551,13 +566,31 @@ class InstructionTranslatorBase:
     def MAP_ADD(self, inst):
         v = self.pop()
         k = self.pop()
-        self.stack[-inst.arg]._m_setitem(self, k, v)
+        self._container_being_built(inst.arg)._m_setitem(self, k, v)
 
-    def DICT_UPDATE(self, inst):
+    def DICT_UPDATE(self, inst):  # {**m}
         v = self.pop()
-        self.stack[-inst.arg]._m_update(self, v)
+        self._check_double_star_mapping(v)
+        self._container_being_built(inst.arg)._m_update(self, v)
 
-    DICT_MERGE = DICT_UPDATE
+    def DICT_MERGE(self, inst):  # f(**a, **b)
+        """Unlike ``DICT_UPDATE``, a key met twice is an error: CPython raises ``TypeError: f() got multiple values
+        for keyword argument 'k'``.  The translator refuses instead, so Python runs the call and raises it."""
+        v = self.pop()
+        self._check_double_star_mapping(v)
+        kwargs = self._container_being_built(inst.arg)
+        for key in v.items:
+            if key in kwargs.items:
+                unimplemented(f"`**` unpacking repeats the keyword argument {key!r} (Python raises TypeError here)",
+                              "pass each keyword argument once")
+        kwargs._m_update(self, v)
+
+    @staticmethod
+    def _check_double_star_mapping(v: VariableTracker) -> None:
+        """``{**x}`` / ``f(**x)`` need a mapping; a list of pairs is a ``TypeError`` in Python, not ``dict(pairs)``."""
+        if not isinstance(v, DictVariable):
+            unimplemented(f"`**` unpacking of {v.describe()} (only dicts are unpacked while tracing)",
+                          "unpack a dict; Python raises TypeError for a non-mapping")
 
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack_var_sequence(self)

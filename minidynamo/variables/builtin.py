@@ -362,11 +362,26 @@ class BuiltinVariable(VariableTracker):
     def _minmax(self, tx, args, pick):
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
         if any(isinstance(i, SymNodeVariable) for i in items) and all(is_numeric(i) for i in items):
+            if len({i.python_type() for i in items}) > 1:
+                return self._minmax_by_comparison(tx, items, pick)
             sym_pick = torch.sym_min if pick is min else torch.sym_max
             return functools.reduce(lambda x, y: call_graph_op(tx, "call_function", sym_pick, [x, y], {}), items)
         if all(i.is_python_constant() for i in items):
             return ConstantVariable(pick(i.as_python_constant() for i in items))
         unimplemented(f"{pick.__name__}() over tensors compares values", f"use torch.{pick.__name__}imum or torch.{pick.__name__}")
+
+    @staticmethod
+    def _minmax_by_comparison(tx, items, pick):
+        """[Note: min/max over mixed int and float sizes] CPython returns the winning *object*: ``max(n / 2, m)``
+        is an int when ``m`` wins and a float when ``n / 2`` does.  ``torch.sym_max`` promotes to float, so over
+        mixed types we run CPython's loop instead -- the first item wins ties, a later one replaces it only when
+        strictly greater (less, for min) -- and each comparison guards the relation it took (``s1 > s0/2``)."""
+        better = operator.gt if pick is max else operator.lt
+        best = items[0]
+        for item in items[1:]:
+            if compare_op(tx, better, item, best).truth(tx):
+                best = item
+        return best
 
     def call_min(self, tx, *args, **kwargs):
         return None if kwargs else self._minmax(tx, args, min)
@@ -404,13 +419,19 @@ class BuiltinVariable(VariableTracker):
         n = name.as_python_constant()
         if default is None:
             return obj.var_getattr(tx, n)
+        if attribute_runs_user_code(obj, n):
+            return getattr_or_attribute_error(tx, obj, n, default)
         try:
             return obj.var_getattr(tx, n)
         except Exception:  # noqa: BLE001 - getattr with a default swallows AttributeError
             return default
 
     def call_hasattr(self, tx, obj, name):
-        return obj_hasattr(tx, obj, name.as_python_constant())
+        n = name.as_python_constant()
+        if attribute_runs_user_code(obj, n):
+            found = getattr_or_attribute_error(tx, obj, n, None)
+            return ConstantVariable(found is not None)
+        return obj_hasattr(tx, obj, n)
 
     def call_setattr(self, tx, obj, name, value):
         tx.store_attr(obj, name.as_python_constant(), value)
@@ -443,6 +464,41 @@ class BuiltinVariable(VariableTracker):
     def call_str(self, tx, obj=None):
         if isinstance(obj, TensorVariable):
             unimplemented("str() of a tensor reads its values", "format tensors outside the compiled function")
+
+
+def attribute_runs_user_code(obj: VariableTracker, name: str) -> bool:
+    """Does reading ``obj.name`` run the user's Python: a property, a descriptor, a user ``__getattr__``?
+
+    [Note: getattr with a default]  ``getattr(obj, name, default)`` and ``hasattr`` swallow ``AttributeError`` and
+    nothing else.  Tracing the read and swallowing *any* failure turned a property that graph-breaks (a ``print``)
+    or raises ``KeyError`` into the default, and ``hasattr`` on the real object ran the property once, while
+    tracing, instead of on every call.  When user code answers, it is traced like any other call: an
+    ``AttributeError`` it raises gives the default, and everything else (a graph break, another exception)
+    propagates as it would without the default.
+    """
+    from .nn_module import NNModuleVariable
+    from .user_defined import UserDefinedObjectVariable
+    if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
+        return False
+    cls = obj.python_type()
+    static = inspect.getattr_static(cls, name, None)
+    if isinstance(static, property) or isinstance(getattr(type(static), "__get__", None), types.FunctionType):
+        return True
+    user_getattr = inspect.getattr_static(cls, "__getattr__", None)
+    return static is None and isinstance(obj, UserDefinedObjectVariable) and isinstance(user_getattr,
+                                                                                      types.FunctionType)
+
+
+def getattr_or_attribute_error(tx, obj: VariableTracker, name: str, default):
+    """``obj.name`` traced; ``default`` when the traced code raises ``AttributeError`` (see [Note: getattr with a
+    default])."""
+    from ..exc import ObservedException
+    try:
+        return obj.var_getattr(tx, name)
+    except ObservedException as e:
+        if issubclass(e.exc_vt.python_type(), AttributeError):
+            return default
+        raise
 
 
 def obj_hasattr(tx, obj, name: str) -> VariableTracker:

@@ -7,6 +7,7 @@ torch functions are about the *state of the program* rather than tensors (``torc
 """
 from __future__ import annotations
 
+import inspect
 import types
 
 import torch
@@ -30,8 +31,12 @@ CONSTANT_FUNCTIONS = {
 # the state at frame start is pinned by the AUTOCAST guard).  See [Note: autocast state].
 AUTOCAST_QUERIES = {torch.is_autocast_enabled, torch.get_autocast_dtype}
 COMPILING_TRUE = {torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling}
+# [Note: wrapped torch functions]  Keys are *unwrapped* (``inspect.unwrap``), and so is the function looked up:
+# importing ``torch._dynamo`` replaces ``torch.manual_seed`` by a ``torch._disable_dynamo`` wrapper of it, so which
+# object ``torch.manual_seed`` is depends on import order.  Keyed by identity alone, the wrapper was not refused: it
+# became a graph node that nothing used, and the reseed was silently dropped.
 UNSUPPORTED = {
-    torch.manual_seed: "`torch.manual_seed` changes global RNG state",
+    inspect.unwrap(torch.manual_seed): "`torch.manual_seed` changes global RNG state",
     torch.set_grad_enabled: None,  # handled as a context manager / function in ctx_manager
 }
 # Functions that change global state: run while tracing they would change it once, at trace time, and the graph
@@ -46,7 +51,7 @@ _STATE_SETTERS = ("set_autocast_enabled", "set_autocast_dtype", "set_autocast_ca
                   "set_printoptions", "set_warn_always")
 for _name in _STATE_SETTERS:
     if hasattr(torch, _name):
-        UNSUPPORTED[getattr(torch, _name)] = f"`torch.{_name}` changes global state"
+        UNSUPPORTED[inspect.unwrap(getattr(torch, _name))] = f"`torch.{_name}` changes global state"
 UNSUPPORTED[torch.amp._enter_autocast] = UNSUPPORTED[torch.amp._exit_autocast] = \
     "calling torch.amp._enter_autocast/_exit_autocast directly changes global autocast state"
 
@@ -85,8 +90,8 @@ class TorchVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         fn = self.fn
-        if UNSUPPORTED.get(fn):
-            unimplemented(UNSUPPORTED[fn], "call it outside the compiled function")
+        if reason := UNSUPPORTED.get(inspect.unwrap(fn)):
+            unimplemented(reason, "call it outside the compiled function")
         if fn is torch._C._set_grad_enabled:
             from .ctx_manager import set_grad_mode
             set_grad_mode(tx, args[0].as_python_constant())

@@ -57,7 +57,12 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
                                  "member_descriptor"):
         if obj.source is not None:
             real = tx.eval_source(obj.source)
-            return VariableBuilder(tx, AttrSource(obj.source, name))(getattr(real, name))
+            try:
+                value = getattr(real, name)
+            except Exception as e:  # noqa: BLE001 - an unset __slots__ member, a raising C getter: Python's error
+                unimplemented(f"reading {name!r} of a {cls.__name__} object raises {type(e).__name__}: {e}",
+                              "the frame runs eagerly so Python raises it itself")
+            return VariableBuilder(tx, AttrSource(obj.source, name))(value)
         unimplemented(f"C attribute {name!r} of {cls.__name__}")
     value = getattr(cls, name)
     if obj.source is not None:

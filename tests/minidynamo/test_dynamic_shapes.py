@@ -162,6 +162,21 @@ def test_symbolic_int_crosses_a_graph_break():
     assert not counters["eager_fallback"]
 
 
+def test_min_max_over_mixed_int_and_float_sizes_return_the_winning_object():
+    """Fuzzing found ``max(n / 2, m)`` returning 6.0 where CPython returns the int 6 (torch.sym_max promotes)."""
+    def f(x):
+        n, m = x.shape
+        return x * 1, max(n / 2, m), min(n, m / 4), max(m, n / 2), min(n / 2, m, 2.5)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt, dynamic=True)
+    for shape in [(5, 3), (7, 2), (4, 6), (8, 4)]:
+        x = torch.randn(shape)
+        got, want = compiled(x), f(x)
+        assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]] and got[1:] == want[1:]
+    assert not counters["eager_fallback"]
+
+
 def test_data_dependent_shapes_still_break():
     def f(x):
         y = x[x > 0]

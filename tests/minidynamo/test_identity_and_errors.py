@@ -108,3 +108,130 @@ def test_subtracting_a_bool_raises_as_in_eager(md, backend):
     md.reset()
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor"):
         md.minicompile(fn, backend=backend)(torch.ones(2))
+
+
+def _keywords(**kw):
+    return kw
+
+
+def test_double_star_keeps_cpythons_errors(md):
+    """Fuzzing found ``f(**a, **b)`` with a repeated key returning ``{'a': 2}``: DICT_MERGE was DICT_UPDATE."""
+    def repeated(x):
+        first, second = {"a": 1}, {"a": 2}
+        return _keywords(**first, **second), x
+
+    def not_a_mapping(x):
+        return {**[("a", 1)]}, x
+
+    for fn in (repeated, not_a_mapping):
+        eager, compiled = _both(md, fn, lambda: (torch.ones(2),))
+        assert compiled == eager and eager[0][0] is TypeError
+
+
+def test_a_frame_run_eagerly_raises_outside_the_translators_except_block(md):
+    """Fuzzing found the eager fallback running inside ``except Unsupported``: the user's exception got the
+    ``Unsupported`` as ``__context__``, and 3.11 raised KeyError for ``f(**a, **b)``'s repeated key (the
+    ``TypeError`` above)."""
+    import sys
+
+    def fn(x):
+        if x.shape[0] == 2:
+            raise ValueError("two")  # a user exception: the translator refuses, the frame runs eagerly
+        return sys.exc_info()[0], x
+
+    md.reset()
+    compiled = md.minicompile(fn, backend="eager")
+    with pytest.raises(ValueError, match="two") as info:
+        compiled(torch.ones(2))
+    assert info.value.__context__ is None
+    assert compiled(torch.ones(3))[0] is None  # no exception is being handled while the frame runs
+
+
+def test_an_unset_slot_read_from_an_input_is_refused_not_an_internal_error(md):
+    class Slotted:
+        __slots__ = ("a",)
+
+    def fn(x, s):
+        try:
+            return s.a
+        except AttributeError as e:
+            return x, str(e)
+
+    eager, compiled = _both(md, fn, lambda: (torch.ones(2), Slotted()))
+    assert str(compiled) == str(eager)
+    assert not [r for r in md.counters["eager_fallback"] if r.startswith("internal error")]
+
+
+def test_a_break_right_before_an_extended_arg_resumes(md, monkeypatch):
+    """``*d, e = f(x)``: UNPACK_EX 256 carries an EXTENDED_ARG prefix, and the break at ``f`` continues at the
+    prefix's offset, which the liveness analysis did not know (an internal error, found by fuzzing)."""
+    monkeypatch.setattr(md.config, "raise_internal_errors", True)
+
+    def f(v):
+        print("break")
+        return [v, v + 1, v + 2]
+
+    def fn(x):
+        *d, e = f(x)
+        return d, e
+
+    eager, compiled = _both(md, fn, lambda: (torch.ones(2),))
+    assert str(compiled) == str(eager)
+    assert not md.counters["eager_fallback"]
+
+
+def test_a_wrapped_state_setter_is_still_a_graph_break(md, monkeypatch):
+    """Importing torch._dynamo replaces torch.manual_seed by a ``_disable_dynamo`` wrapper; when that happened after
+    minidynamo's import, the wrapper was traced as a dead graph node and the reseed dropped (found by fuzzing)."""
+    monkeypatch.setattr(torch, "manual_seed", torch._disable_dynamo(torch.random.manual_seed))
+
+    def fn(x):
+        a = torch.rand(3)
+        torch.manual_seed(3)
+        return x + a, torch.randint(0, 10, (3,))
+
+    def seeded():
+        torch.manual_seed(0)
+        return (torch.ones(3),)
+
+    eager, compiled = _both(md, fn, seeded)
+    assert all(torch.equal(e, c) for e, c in zip(eager[0], compiled[0]))
+    assert "`torch.manual_seed` changes global RNG state" in md.counters["graph_break"]
+
+
+def test_getattr_default_and_hasattr_swallow_only_attribute_error(md):
+    """Fuzzing found ``getattr(o, "p", None)`` giving None when the property ``p`` graph-breaks or raises KeyError
+    (any failure was swallowed), and ``hasattr`` running the property once while tracing instead of on every call."""
+    class Obj:
+        def __init__(self):
+            self.log = []
+
+        @property
+        def prints(self):
+            print("reading prints")
+            return 5
+
+        @property
+        def raises_key_error(self):
+            self.log.append("read")
+            return {}["missing"]
+
+        @property
+        def raises_attribute_error(self):
+            raise AttributeError("absent")
+
+    def fn(x, o):
+        found = getattr(o, "prints", None), getattr(o, "raises_attribute_error", "default")
+        try:
+            getattr(o, "raises_key_error", None)
+        except KeyError:
+            found += ("KeyError",)
+        return x, found, hasattr(o, "raises_attribute_error"), o.log
+
+    def hasattr_runs_the_property(x, o):
+        return x, hasattr(o, "prints"), o.log, hasattr(o, "raises_key_error")  # KeyError, after the print
+
+    eager, compiled = _both(md, fn, lambda: (torch.ones(1), Obj()), lambda: (torch.ones(1), Obj()))
+    assert str(compiled) == str(eager)
+    eager, compiled = _both(md, hasattr_runs_the_property, lambda: (torch.ones(1), Obj()))
+    assert str(compiled) == str(eager) and eager[0][0] is KeyError

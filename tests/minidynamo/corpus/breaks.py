@@ -220,3 +220,39 @@ def tensor_made_to_require_grad_inside(x):
     w = torch.ones(2).requires_grad_()  # a new leaf of the autograd graph: eager makes it (graph break)
     y = (x * w).sum()
     return y, y.requires_grad, w.is_leaf
+
+
+@program(lambda: (t(2),))
+def containers_built_across_a_break(x):
+    # [x, *xs, f(x)]: BUILD_LIST/LIST_EXTEND, then LIST_APPEND after the call; the break hands the half-built list
+    # to the resume function, whose append must reach the real list (it was dropped: found by fuzzing)
+    def f(v):
+        print("break")
+        return v + 1
+
+    more, extra = [x * 2], {"b": 1}
+    lst = [x, *more, f(x)]
+    d = {"a": x, **extra, "c": f(x)}
+    s = {1, *[2], f(3)}
+    return lst, d, s
+
+
+@program(lambda: (t(2),))
+def starred_unpack_right_after_a_break(x):
+    # `*d, e = f(...)`: UNPACK_EX 256 needs an EXTENDED_ARG, so the resume point is the prefix's offset (an
+    # internal error in the liveness analysis before: found by fuzzing)
+    def f(v):
+        print("break")
+        return [v, v + 1, v + 2]
+
+    *d, e = f(x)
+    return d, e
+
+
+@program(lambda: (t(3),))
+def manual_seed_between_random_draws(x):
+    # torch._dynamo wraps torch.manual_seed when it is imported: the wrapper was traced as a dead graph node and
+    # the reseed dropped (found by fuzzing); it is a graph break, and runs where eager runs it
+    a = torch.rand(3)
+    torch.manual_seed(3)
+    return x + a, torch.randint(0, 10, (3,))
