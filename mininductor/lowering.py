@@ -188,6 +188,9 @@ for _name in _UNARY + _BINARY:
     for _ns in (aten, prims):
         if hasattr(_ns, _name):
             register_lowering(getattr(_ns, _name))(make_pointwise_lowering(_name))
+# ``a << s`` traces to the dunder overloads, not to bitwise_left_shift: the same op (integers only in eager)
+register_lowering(aten.__lshift__)(make_pointwise_lowering("bitwise_left_shift"))
+register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"))
 
 
 def _rounding(name: str) -> Callable:

@@ -40,3 +40,13 @@ def test_view_of_an_intermediate_keeps_eager_strides():
     compiled = check(fn, x, kernels=1, fallbacks=0)
     for ours, theirs in zip(compiled(x), fn(x)):
         assert ours.stride() == theirs.stride() and ours.storage_offset() == theirs.storage_offset()
+
+
+def test_shift_operators_lower_like_bitwise_shifts():
+    """``a << s`` and ``a >> 2`` trace to ``aten.__lshift__``/``__rshift__``, which had no lowering: every shift
+    was an eager fallback (programs ``i_shifts``, ``i_int8_wrap_neg``). Arithmetic right shift of negatives, uint8,
+    and int32 promoted by an int64 shift amount."""
+    a = torch.tensor([[5, -7, 1, -1, 100, -128]], dtype=torch.int32).repeat(3, 1)
+    s = torch.tensor([0, 3, 7, 8, 2, 1], dtype=torch.int32)
+    check(lambda a, s: (a << s, a >> s, a >> 2, a.to(torch.int8) >> 1, a.to(torch.uint8) >> s.to(torch.uint8),
+                        a << s.long(), a.long() << 40), a, s, kernels=1, fallbacks=0)
