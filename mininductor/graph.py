@@ -48,6 +48,11 @@ SIZE_OPS = {
 }
 
 
+def _is_view_node(node) -> bool:
+    """An output computed by an ATen view op (transpose, slice, diagonal...): eager returns a view of its input."""
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and getattr(node.target, "is_view", False)
+
+
 class GraphLowering(torch.fx.Interpreter):
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list,
                  size_hints: dict | None = None) -> None:
@@ -167,16 +172,19 @@ class GraphLowering(torch.fx.Interpreter):
 
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
-        self.graph_outputs = [self._realize_output(o) for o in outputs]
+        nodes = pytree.tree_leaves(self.current_node.args[0])
+        self.graph_outputs = [self._realize_output(o, _is_view_node(n)) for o, n in zip(outputs, nodes)]
         return self.graph_outputs
 
-    def _realize_output(self, value):
+    def _realize_output(self, value, is_view: bool = False):
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
         if value.data is storage or storage is None:
             value.realize()
             return value
+        if is_view:  # eager returns a view of an intermediate: its strides, not a contiguous copy (AOTAutograd's
+            storage.realize()  # "output aliases an intermediate": the base is computed and the view regenerated)
         rv = ir.as_strided_layout(value) if storage.is_realized() else None
         if rv is not None:
             return TensorBox(rv)

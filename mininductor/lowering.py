@@ -188,6 +188,9 @@ for _name in _UNARY + _BINARY:
     for _ns in (aten, prims):
         if hasattr(_ns, _name):
             register_lowering(getattr(_ns, _name))(make_pointwise_lowering(_name))
+# ``a << s`` traces to the dunder overloads, not to bitwise_left_shift: the same op (integers only in eager)
+register_lowering(aten.__lshift__)(make_pointwise_lowering("bitwise_left_shift"))
+register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"))
 
 
 def _rounding(name: str) -> Callable:
@@ -221,6 +224,9 @@ def _add_sub(name: str) -> Callable:
             out, _ = _dtype_for((a, b), "default")
             b = pointwise([b], lambda v: ops.mul(v, ops.constant(alpha, out)), out) \
                 if isinstance(b, ir.IRNode) else b * alpha
+        if name == "add" and _dtype_for((a, b), "default")[0] == torch.bool:
+            # eager's True + True is True; Triton's int1 add wraps to False (Inductor lowers it as logical_or too)
+            return make_pointwise_lowering("logical_or", "logical")(a, b)
         return make_pointwise_lowering(name)(a, b)
     return lowering
 
@@ -260,6 +266,8 @@ def pow_(a, b):
         return pointwise([a], lambda x: _pow_int(x, int(b), compute), out, compute)
     if isinstance(b, float) and b == 0.5:
         return pointwise([a], ops.sqrt, out, compute)
+    if not is_float(out):  # ops.pow is exp(b*log(a)): float-only, so like Inductor an integer pow runs eagerly
+        raise NotImplementedError("integer pow with a tensor or large exponent")
     return pointwise([a, b], ops.pow, out, compute)
 
 
