@@ -6,7 +6,7 @@ import torch
 
 from mininductor import metrics
 
-from .utils import check
+from .utils import DEVICE, check
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -32,7 +32,7 @@ def test_view_of_an_intermediate_keeps_eager_strides():
     """``y.transpose(0, 2)`` or ``y.diagonal()`` returned with ``y = x * 2`` unrealised: eager returns a view of
     ``y``, we returned a contiguous copy (program ``v_views_of_intermediate``). Now ``y`` is computed and viewed,
     as AOTAutograd regenerates an output that aliases an intermediate; a copy that eager makes (flip) stays one."""
-    x = torch.randn(2, 4, 6)
+    x = torch.randn(2, 4, 6, device=DEVICE)  # the device check() compiles for
 
     def fn(x):
         y = x * 2
