@@ -147,3 +147,25 @@ def test_triton_warms_up_in_our_process_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
     compile_worker.warm_up_triton()
     assert _cached_binaries(tmp_path / "triton") == ["mininductor_warm_up.cubin"]
+
+
+def test_warm_pool_warms_triton_up_on_a_background_thread_once(tmp_path, monkeypatch):
+    """On a machine with a GPU (stood in for here), ``warm_pool`` -- called when minidynamo or mininductor is
+    imported -- starts one warm-up thread per process and, with ``compile_workers`` at its default 0, no workers."""
+    from mininductor import compile_worker
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(compile_worker, "gpu_present", lambda: True)
+    monkeypatch.setattr(compile_worker, "_WARM_UP", None)
+    monkeypatch.setattr(compile_worker, "_POOL", None)
+    assert compile_worker.warm_pool() is None  # no worker processes by default
+    thread = compile_worker._WARM_UP
+    assert thread is not None and not thread.daemon  # the interpreter waits for it rather than stop it in LLVM
+    thread.join(120)
+    assert _cached_binaries(tmp_path / "triton") == ["mininductor_warm_up.cubin"]
+    compile_worker.warm_pool()
+    assert compile_worker._WARM_UP is thread  # once per process
+    with config.patch(warm_up_triton=False):
+        monkeypatch.setattr(compile_worker, "_WARM_UP", None)
+        compile_worker.warm_pool()
+        assert compile_worker._WARM_UP is None
