@@ -201,6 +201,7 @@ def warm_pool() -> SubprocPool | None:
             # not a daemon: the interpreter waits for it at exit rather than stop it inside LLVM
             _WARM_UP = threading.Thread(target=_warm_up_quietly, name="mininductor-triton-warm-up")
             _WARM_UP.start()
+            os.register_at_fork(before=_finish_warm_up)
         if _POOL is None and _wanted():
             _POOL = SubprocPool(compile_workers())
             atexit.register(_POOL.shutdown)
@@ -208,6 +209,16 @@ def warm_pool() -> SubprocPool | None:
 
 
 _WARM_UP: threading.Thread | None = None
+
+
+def _finish_warm_up() -> None:
+    """Before ``os.fork()`` (a DataLoader's workers, ``multiprocessing``): let the warm-up finish first.  A child gets
+    only the forking thread, so a lock the warm-up thread held at that moment -- an import's, LLVM's -- would stay
+    held in the child forever, and the child's first Triton compile could hang.  It delays a fork by at most the
+    warm-up's ~1 s, and only in the first seconds after import."""
+    thread = _WARM_UP
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
 
 
 def _gpu_compiles() -> bool:
