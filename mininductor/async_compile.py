@@ -86,7 +86,7 @@ def precompile(module: Any, signatures: dict[str, list], wait: bool = True,
     """Compile every candidate config of every kernel in ``signatures`` (name -> ``kernel_signature``) on the
     pool, for CUDA device ``device`` (an index; None: the workers' current one); with ``wait``, return once all
     are done.  A variant that fails to compile is left to its launch, which reports the error (or, when
-    autotuning, skips that config) as before.  Where worker processes run (compile_worker.py), each thread first
+    autotuning, skips that config) as before.  Where worker processes run (compile_worker/), each thread first
     hands its variant to one of them."""
     jobs = list(_jobs(module, signatures))
     if not jobs:

@@ -29,7 +29,7 @@ symbolic_compiles: int = 0
 symbolic_fallbacks: list = []
 # Backend calls answered by FxGraphCache (fx_graph_cache.py): a graph equal to one compiled before.
 fx_graph_cache_hits: int = 0
-# GPU kernel variants compiled by a worker process (compile_worker.py), and the jobs a worker failed, died or
+# GPU kernel variants compiled by a worker process (compile_worker/), and the jobs a worker failed, died or
 # hung on (each then compiled in our process, as without workers), with why.
 compile_worker_jobs: int = 0
 compile_worker_failures: int = 0
