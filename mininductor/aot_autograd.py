@@ -429,23 +429,16 @@ def _fake_inputs(example_inputs: list) -> tuple[FakeTensorMode, list]:
     return mode, fakes
 
 
-@contextlib.contextmanager
 def no_dispatch_cache(fake_mode: FakeTensorMode):
-    """Trace without FakeTensorMode's dispatch cache.
+    """Trace without FakeTensorMode's dispatch cache: minidynamo's helper, shared.
 
     [Note: no fake dispatch cache in AOT]  As in minidynamo's translation ([Note: no fake dispatch cache while
-    tracing] in ``minidynamo/variables/tensor.py``): the cache gives the outputs dispatching would give, but the
-    graphs of one program share few ops of one shape, so most lookups miss, and a miss costs the dispatch plus the
-    entry plus a synthesised output to validate it.  The tutorial MoE's first call: 71 hits, 177 misses; without
-    the cache, aot was about 10% faster (CPU, medians of 7)."""
-    if not hasattr(fake_mode, "cache_enabled"):  # a torch without the cache: nothing to turn off
-        yield
-        return
-    prior, fake_mode.cache_enabled = fake_mode.cache_enabled, False
-    try:
-        yield
-    finally:
-        fake_mode.cache_enabled = prior
+    tracing] in ``minidynamo/variables/tensor.py``): the graphs of one program share few ops of one shape, so most
+    lookups miss, and a miss costs the dispatch plus the entry plus a synthesised output to validate it.  The
+    tutorial MoE's first call: 71 hits, 177 misses; without the cache, aot was about 10% faster (CPU, medians of 7).
+    Imported when called, not at the top: minidynamo imports mininductor when it starts up on a GPU machine."""
+    from minidynamo.variables.tensor import no_dispatch_cache as minidynamo_no_dispatch_cache
+    return minidynamo_no_dispatch_cache(fake_mode)
 
 
 @contextlib.contextmanager

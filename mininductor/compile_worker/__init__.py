@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,7 +297,7 @@ class _StandInDriver:
     def __init__(self, target: Any, device_properties: dict) -> None:
         self.target = target
         props = dict(device_properties)
-        self.utils = type("Utils", (), {"get_device_properties": staticmethod(lambda device: props)})()
+        self.utils = types.SimpleNamespace(get_device_properties=lambda device: props)
 
     def get_current_target(self) -> Any:
         return self.target
@@ -308,18 +309,15 @@ class _StandInDriver:
         return 0
 
 
-_modules: dict[str, Any] = {}
-
-
 def _load(path: str, name: str) -> Any:
-    """Import a generated module once per worker (kept, as the parent keeps it, under its cache name)."""
+    """Import a generated module once per worker, under its cache name (as the parent keeps it)."""
     import importlib.util
-    if name not in _modules:
+    if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        sys.modules[name] = _modules[name] = module
-    return _modules[name]
+        sys.modules[name] = module
+    return sys.modules[name]
 
 
 def run_job(job: CompileJob, module: Any = None) -> None:
