@@ -29,6 +29,11 @@ reduction_kind_autotune_min: int | None = 4096
 # (partials over many programs, then the partials) -- else x.sum() of 2^26 elements runs on one program.
 split_reduction_max_outputs: int = 64
 split_reduction_threshold: int = 1 << 16
+# A column reduction ("outer": no read contiguous along the rows) over at least this many rows, with at most
+# this many outputs, is split over blocks of this many rows ([Note: split column reductions]).
+split_outer_reduction_min_rows: int = 4096
+split_outer_reduction_max_outputs: int = 8192
+split_outer_reduction_block_rows: int = 2048
 
 # Force looped ("red") reductions with this RBLOCK (tests use it to cover the loop path on small rows).
 looped_reduction_rblock: int | None = None

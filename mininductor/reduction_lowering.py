@@ -20,7 +20,8 @@ from collections.abc import Sequence
 import torch
 
 from . import config, ir
-from .indexing import as_size, is_symbolic, product, split_flat
+from .dependencies import extract_read_writes
+from .indexing import as_size, is_symbolic, linear_stride, product, split_flat, sym
 from .ir import Reduction, TensorBox
 from .lowering import meta_val, origins_of, out_dtype, pointwise, register_lowering
 from .view_lowering import unsqueeze
@@ -57,6 +58,8 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, body, ranges, origins=origins_of([x])))
     elif _should_split(ranges, rranges, reduction_type):
         result = _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype)
+    elif splits := _outer_splits(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype):
+        result = _split_outer_reduction(x, inner_fn, ranges, rranges[0], splits, reduction_type, dtype, src_dtype)
     else:
         node = Reduction(x.get_device(), dtype, inner_fn, ranges, rranges, reduction_type, src_dtype,
                          origins=origins_of([x]))
@@ -95,6 +98,67 @@ def _should_split(ranges, rranges, reduction_type) -> bool:
 _SPLIT_IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True, "max": float("-inf"), "min": float("inf")}
 
 
+def _outer_splits(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype) -> int:
+    """How many row blocks a column reduction (an "outer" one) is split into; 0: not split.
+
+    [Note: split column reductions]  ``x.sum(0)`` of an ``8192 x 8192`` matrix reads rows of contiguous columns:
+    a program takes a few columns and walks all 8192 rows, so there are only ``8192 / XBLOCK`` programs -- two
+    waves of an H200's 132 SMs -- and too few loads in flight (82% of copy bandwidth on an H200). Split over row
+    blocks it has ``splits`` times more programs: partial sums ``[splits, columns]``, then a small column sum of
+    those. Blocks of 2048 rows were the fastest (4 of them for 8192 rows: 75.8 µs, against 77.7 unsplit and
+    77.0-77.2 with 2, 8 or 16 blocks; torch.compile 76.7; docs/benchmarks.md). Inductor splits for the same reason when the outputs are fewer than
+    ``2 * 32 * SMs`` (``Reduction.num_splits``); its threshold needs the SM count, ours is a constant.
+    """
+    if (reduction_type not in _SPLIT_IDENTITY or len(rranges) != 1 or not ranges
+            or any(is_symbolic(s) for s in [*ranges, *rranges])):
+        return 0
+    rows, outputs = rranges[0], product(ranges)
+    if rows < config.split_outer_reduction_min_rows or outputs > config.split_outer_reduction_max_outputs:
+        return 0
+    probe = Reduction(x.get_device(), dtype, inner_fn, ranges, rranges, reduction_type, src_dtype)
+    reads = [dep.index for dep in extract_read_writes(probe).reads]
+    r0, last = sym("r0"), sym(f"i{len(ranges) - 1}")
+    strides = [(linear_stride(e, r0), linear_stride(e, last)) for e in reads]
+    if not reads or not all(r is not None and r > 1 for r, _ in strides) or not any(c == 1 for _, c in strides):
+        return 0  # not a column reduction: some read is contiguous (or gathered) along the rows
+    splits = min(32, rows // config.split_outer_reduction_block_rows)
+    return splits if splits >= 2 else 0
+
+
+def _split_outer_reduction(x, inner_fn, ranges, rows, splits, reduction_type, dtype, src_dtype) -> TensorBox:
+    """[Note: split column reductions]: ``splits`` partial reductions of ``part`` rows each, stored
+    ``[splits, *ranges]`` -- the split dim outermost, so a program's lanes still read contiguous columns --
+    then the reduction of the partials over that first dim."""
+    part = (rows + splits - 1) // splits
+    identity = _identity(reduction_type, src_dtype)
+
+    def partial_fn(index, rindex):
+        row = index[0] * part + rindex[0]
+        if part * splits == rows:  # the blocks tile the rows exactly: no row past the end to mask
+            return inner_fn(index[1:], [row])
+        inside = ops.lt(ops.index_expr(row, torch.int64), ops.constant(rows, torch.int64))
+        return ops.masked(inside, lambda: inner_fn(index[1:], [row]), identity)
+
+    partial = TensorBox.create(Reduction(x.get_device(), dtype, partial_fn, [splits, *ranges], [part],
+                                         reduction_type, src_dtype, origins=origins_of([x])))
+    partial.realize()
+    load = partial.make_loader()
+    final = Reduction(x.get_device(), dtype, lambda index, rindex: load([rindex[0], *index]), ranges, [splits],
+                      reduction_type, dtype, origins=origins_of([x]))
+    result = TensorBox.create(final)
+    result.realize()
+    return result
+
+
+def _identity(reduction_type: str, src_dtype: torch.dtype):
+    """The value a masked-off element of a split contributes: 0 for sums, the dtype's lowest value for max..."""
+    identity = _SPLIT_IDENTITY[reduction_type]
+    if not src_dtype.is_floating_point and reduction_type in ("max", "min"):
+        info = torch.iinfo(src_dtype) if src_dtype != torch.bool else None
+        identity = (info.min if reduction_type == "max" else info.max) if info else reduction_type == "min"
+    return identity
+
+
 def _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype) -> TensorBox:
     """Inductor's split reduction: ``S`` partial reductions of ``P`` elements each (many programs), then one
     small reduction of the ``S`` partials. The flat reduction index ``s*P + p`` is split back over the reduced
@@ -102,10 +166,7 @@ def _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dt
     total = product(rranges)
     splits = min(512, max(2, total // 4096))
     part = (total + splits - 1) // splits
-    identity = _SPLIT_IDENTITY[reduction_type]
-    if not src_dtype.is_floating_point and reduction_type in ("max", "min"):
-        info = torch.iinfo(src_dtype) if src_dtype != torch.bool else None
-        identity = (info.min if reduction_type == "max" else info.max) if info else reduction_type == "min"
+    identity = _identity(reduction_type, src_dtype)
 
     def partial_fn(index, rindex):
         flat = index[-1] * part + rindex[0]

@@ -209,6 +209,8 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
         return cands
     if config.looped_reduction_rblock:
         return [{"XBLOCK": 1, "RBLOCK": config.looped_reduction_rblock, "num_warps": 4}]
+    if hint == "outer" and r <= 64:  # a few rows (a split column reduction's partials): one step of the loop
+        return [{"XBLOCK": min(x, 128), "RBLOCK": r, "num_warps": 4}]
     if hint == "outer":  # columns: a few contiguous outputs per program, many rows per step
         return [{"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
                 {"XBLOCK": 16, "RBLOCK": 256, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},

@@ -93,6 +93,36 @@ def test_split_reduction_for_few_long_rows(reduction_kind, monkeypatch):
     assert metrics.generated_kernel_count >= 2
 
 
+@pytest.fixture
+def small_column_splits(monkeypatch):
+    """Column reductions over 64+ rows split into blocks of 32 rows (the GPU default: 4096+ rows, 2048)."""
+    monkeypatch.setattr(mininductor.config, "split_outer_reduction_min_rows", 64)
+    monkeypatch.setattr(mininductor.config, "split_outer_reduction_block_rows", 32)
+
+
+@pytest.mark.parametrize("rows", [128, 201])  # 4 blocks of 32; 6 blocks of 34, the last one masked
+def test_column_reductions_split_over_row_blocks(rows, small_column_splits):
+    """[Note: split column reductions]: partials over row blocks, then one small reduction of the partials."""
+    x = torch.randn(rows, 24)
+    x[5, 3] = float("nan")
+    check(lambda x: x.sum(0), x, kernels=2)
+    check(lambda x: x.sum(0) / rows + 1, x, kernels=2, atol=1e-5, rtol=1e-4)  # the epilogue joins the 2nd kernel
+    check(lambda x: (x.mean(0, keepdim=True), x.amax(0), x.amin(0), (x > 0).any(0), (x > -3).all(0),
+                     (x * 10).long().sum(0), (x * 10).int().amax(0), (0.99 + 0.01 * x).prod(0)),
+          x, atol=1e-5, rtol=1e-4)
+    check(lambda x: (x.t() * 2).sum(1), x, kernels=2, atol=1e-5, rtol=1e-4)  # a transposed row is a column
+    check(lambda x: x.view(rows, 4, 6).sum(0), x, kernels=2, atol=1e-5, rtol=1e-4)
+
+
+def test_only_column_reductions_split(small_column_splits):
+    """Rows (contiguous along the reduced dim), argmax (no partials to combine) and few rows stay one kernel."""
+    x = torch.randn(128, 24)
+    check(lambda x: x.sum(1), x.t().contiguous(), kernels=1)
+    check(lambda x: x.argmax(0), x, kernels=1)
+    check(lambda x: x[:40].sum(0), x, kernels=1)
+    check(lambda x: x.var(0), x, kernels=1, atol=1e-5, rtol=1e-4)  # Welford stays one loop
+
+
 def test_argmax_of_whole_tensor_with_keepdim():
     check(lambda x: (x.argmax(), x.argmin(keepdim=True), torch.argmax(x, keepdim=True)), X)
 
