@@ -53,6 +53,30 @@ def _is_view_node(node) -> bool:
     return isinstance(node, torch.fx.Node) and node.op == "call_function" and getattr(node.target, "is_view", False)
 
 
+def _eager_stride(node) -> list[int] | None:
+    """The strides eager gives an output, when they are a dense permutation other than row-major; else None.
+
+    [Note: outputs keep eager's strides]  Eager's pointwise ops lay their result out like their inputs
+    (TensorIterator): ``x.t() * 2`` has the strides of ``x.t()``, a channels-last input gives a channels-last
+    result. A program may read those strides (``.stride()``, ``.is_contiguous()``, a ``.view`` that only works on
+    them), so a computed pointwise output is stored with the strides the traced graph recorded -- Inductor's
+    ``keep_output_stride``. The kernel still walks the logical index; the store uses the permuted layout (and a
+    2-D tile when that makes the store a transpose). Reductions, views and symbolic sizes keep their own rules.
+    """
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or not all(type(v) is int for v in (*val.shape, *val.stride())):
+        return None  # (asking a symbolic tensor ``is_contiguous()`` would guard on its sizes)
+    if val.is_contiguous() or val.numel() <= 1:
+        return None
+    size, stride = list(val.shape), list(val.stride())
+    expected = 1  # dense: walking the dims from the smallest stride up, each stride is the elements below it
+    for d in sorted((d for d in range(len(size)) if size[d] != 1), key=lambda d: stride[d]):
+        if stride[d] != expected:
+            return None
+        expected *= size[d]
+    return stride
+
+
 class GraphLowering(torch.fx.Interpreter):
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list,
                  size_hints: dict | None = None) -> None:
@@ -173,13 +197,17 @@ class GraphLowering(torch.fx.Interpreter):
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
         nodes = pytree.tree_leaves(self.current_node.args[0])
-        self.graph_outputs = [self._realize_output(o, _is_view_node(n)) for o, n in zip(outputs, nodes)]
+        self.graph_outputs = [self._realize_output(o, _is_view_node(n), _eager_stride(n))
+                              for o, n in zip(outputs, nodes)]
         return self.graph_outputs
 
-    def _realize_output(self, value, is_view: bool = False):
+    def _realize_output(self, value, is_view: bool = False, stride: list[int] | None = None):
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
+        if value.data is storage and stride is not None and isinstance(storage.data, ir.Pointwise):
+            storage.realize(stride)  # [Note: outputs keep eager's strides]
+            return value
         if value.data is storage or storage is None:
             value.realize()
             return value

@@ -413,9 +413,13 @@ class StorageBox(IRNode):
     def make_loader(self):
         return self.data.make_loader()
 
-    def realize(self) -> str:
+    def realize(self, stride: list[int] | None = None) -> str:
+        """Materialise unrealised loops into a buffer, row-major unless ``stride`` is given (a graph output
+        keeps eager's strides: [Note: outputs keep eager's strides])."""
         if isinstance(self.data, Loops):
             layout = contiguous_layout(self.data.device, self.data.dtype, self.data.get_size())
+            if stride is not None:
+                layout = FixedLayout(layout.device, layout.dtype, layout.size, list(stride))
             buf = ComputedBuffer(None, layout, self.data)
             buf.name = V.graph.register_buffer(buf)
             self.data = buf
