@@ -406,7 +406,10 @@ class BuiltinVariable(VariableTracker):
     def call_bool(self, tx, x=None):
         return ConstantVariable(False if x is None else x.truth(tx))
 
-    def _numeric(self, tx, x):
+    def _numeric(self, tx, *args, **kwargs):
+        """``int(x)``/``float(x)``/``complex(x)`` of a symbolic int or a tensor; anything else, ``int("ff", 16)``
+        included, is folded over constants (and raises what CPython raises, ``int("z")``'s ValueError)."""
+        x = args[0] if len(args) == 1 and not kwargs else None
         if isinstance(x, SymNodeVariable) and self.fn is int and x.python_type() is int:
             return x  # int(s0) is s0
         if isinstance(x, TensorVariable):

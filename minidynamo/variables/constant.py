@@ -6,11 +6,11 @@ from an input (EQUALS_MATCH) makes that safe.  Mirrors ``torch/_dynamo/variables
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, VariableTracker
 
 LITERAL_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented))
@@ -37,8 +37,15 @@ class ConstantVariable(VariableTracker):
     def truth(self, tx) -> bool:
         return bool(self.value)
 
+    def python_attr(self, name: str) -> Any:
+        """``getattr(value, name)``; missing (``(5).foo``), CPython's AttributeError, catchable by the traced code."""
+        try:
+            return getattr(self.value, name)
+        except AttributeError as e:
+            raise_as_observed(e, f"{type(self.value).__name__} object has no attribute {name!r}")
+
     def var_getattr(self, tx, name):
-        attr = getattr(self.value, name)
+        attr = self.python_attr(name)
         if callable(attr):
             return BoundMethodVariable(self, name)
         return ConstantVariable(attr)
@@ -49,7 +56,9 @@ class ConstantVariable(VariableTracker):
             k = {n: x.as_python_constant() for n, x in kwargs.items()}
         except Exception:  # noqa: BLE001 - an argument that is not a constant, whatever it raised
             unimplemented(f"method {name!r} of constant {self.value!r} with non-constant arguments")
-        return fold(tx, getattr(self.value, name), a, k)
+        if name in DUNDER_OPERATORS:  # `1 in 5`, `len(5)`, `5[0]`: the operator, for CPython's own TypeError
+            return fold(tx, DUNDER_OPERATORS[name], [self.value, *a], k)
+        return fold(tx, self.python_attr(name), a, k)
 
     def has_unpack_var_sequence(self, tx):
         return isinstance(self.value, (str, bytes))
@@ -75,10 +84,20 @@ def fold(tx, fn, args: list, kwargs: dict) -> VariableTracker:
 
     try:
         result = fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - the eager run will raise it for real
-        unimplemented(f"{getattr(fn, '__name__', fn)} raised {type(e).__name__}: {e} while tracing",
-                      "the frame runs eagerly so Python raises the error itself")
+    except Exception as e:  # noqa: BLE001 - whatever CPython raises here, the traced code raises
+        raise_as_observed(e, f"{getattr(fn, '__name__', fn)} raised {type(e).__name__}: {e} while tracing")
     return wrap_constant_result(result)
+
+
+def raise_as_observed(e: Exception, reason: str) -> NoReturn:
+    """Raise ``e``, which a Python operation on constants just raised (``1 / 0``, ``int("z")``), in the traced
+    code: an ``except`` there catches it (``ObservedException``); unhandled, the frame runs eagerly and Python
+    raises it.  An exception whose class runs user code when built, or whose args are not constants, is refused
+    with the same effect but no ``except`` can catch it while tracing."""
+    from .misc import plain_exception_class
+    if not plain_exception_class(type(e)) or not all(is_constant_value(a) for a in e.args):
+        unimplemented(reason, "the frame runs eagerly so Python raises the error itself")
+    raise_observed_exception(type(e), [ConstantVariable(a) for a in e.args], reason)
 
 
 BINARY_OPS = {
@@ -89,5 +108,7 @@ BINARY_OPS = {
     "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "@=": operator.imatmul,
     "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift,
 }
+# dunders the interpreter calls for an operator: a constant without one (``1 in 5``) gets the operator's TypeError
+DUNDER_OPERATORS = {"__contains__": operator.contains, "__len__": len, "__getitem__": operator.getitem}
 COMPARE_OPS = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
                ">=": operator.ge}

@@ -4,9 +4,11 @@ Mirrors ``torch/_dynamo/variables/dicts.py``.  Keys that are not constants (tens
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, fold
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 
 
@@ -90,18 +92,22 @@ class DictVariable(VariableTracker):
         return ConstantVariable(None)
 
     def _m_delitem(self, tx, key):
-        del self.items[const_key(key)]
+        k = const_key(key)
+        if k not in self.items:
+            raise_observed_exception(KeyError, [key], f"KeyError {k!r} while tracing")
+        del self.items[k]
         return ConstantVariable(None)
 
     def _m_pop(self, tx, key, default=None):
         k = const_key(key)
         if k not in self.items and default is None:
-            unimplemented(f"KeyError {k!r} while tracing")
+            raise_observed_exception(KeyError, [key], f"KeyError {k!r} while tracing")
         return self.items.pop(k, default)
 
     def _m_popitem(self, tx):
         if not self.items:
-            unimplemented("popitem() on an empty dict while tracing")
+            message = "dictionary is empty" if issubclass(self.user_cls, OrderedDict) else "popitem(): dictionary is empty"
+            raise_observed_exception(KeyError, [ConstantVariable(message)], f"KeyError {message!r} while tracing")
         k, v = self.items.popitem()
         return TupleVariable([ConstantVariable(k), v])
 
@@ -290,13 +296,12 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in ("add", "discard", "remove", "update", "clear") and self.user_cls is set:
             tx.output.side_effects.mutate(self)
-            getattr(self.values, name)(*[a.as_python_constant() for a in args])
-            return ConstantVariable(None)
+            # the set does the work, and raises what the real one raises: KeyError for remove of a missing item
+            return fold(tx, getattr(self.values, name), [a.as_python_constant() for a in args], {})
         if name == "__contains__":
             return ConstantVariable(const_key(args[0]) in self.values)
         if name == "__len__":
             return ConstantVariable(len(self.values))
-        from .constant import fold
         return fold(tx, getattr(self.as_python_constant(), name), [a.as_python_constant() for a in args], {})
 
     def reconstruct(self, codegen):

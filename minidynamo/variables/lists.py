@@ -8,12 +8,13 @@ Mirrors ``torch/_dynamo/variables/lists.py``.
 from __future__ import annotations
 
 import operator
+from typing import NoReturn
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, fold, raise_as_observed
 
 
 class BaseListVariable(VariableTracker):
@@ -57,16 +58,23 @@ class BaseListVariable(VariableTracker):
             return self.new_like(self.items[idx])
         try:
             return self.items[operator.index(idx)]
+        except (IndexError, TypeError):
+            pass
+        kind = list if isinstance(self, ListVariable) else tuple
+        try:  # the error CPython raises, in its words for this kind of sequence ("tuple index out of range")
+            kind(self.items)[idx]
         except (IndexError, TypeError) as e:
-            unimplemented(f"{self.container.__name__} index {idx!r}: {e}")
+            raise_as_observed(e, f"{kind.__name__} index {idx!r}: {e}")
 
-    def _matching(self, tx, x: VariableTracker, first_only: bool) -> list[int]:
-        """Indices of the items equal to ``x`` as ``list.index``/``count`` compare: ``is``, then ``==``.  An
-        ``==`` between two different tensors is elementwise (and its truth an error): refused."""
+    def _matching(self, tx, x: VariableTracker, first_only: bool, positions: range | None = None) -> list[int]:
+        """Indices of the items (among ``positions``) equal to ``x`` as ``list.index``/``count``/``remove``
+        compare: ``is``, then ``==``.  An ``==`` between two different tensors is elementwise (and its truth an
+        error): refused."""
         from .builtin import identical_or_equal
         from .tensor import TensorVariable
         hits = []
-        for k, item in enumerate(self.items):
+        for k in range(len(self.items)) if positions is None else positions:
+            item = self.items[k]
             if item is not x and (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)):
                 unimplemented("`==` between tensors in list.index/count compares values")
             if identical_or_equal(tx, item, x):
@@ -86,17 +94,32 @@ class BaseListVariable(VariableTracker):
         if name == "__contains__":
             from .builtin import contains
             return contains(tx, self.items, args[0])
-        if name in ("index", "count") and len(args) == 1 and not self.is_python_constant():
-            hits = self._matching(tx, args[0], first_only=name == "index")
-            if name == "count":
-                return ConstantVariable(len(hits))
+        if name in ("index", "count") and all(v.is_python_constant() for v in [self, *args, *kwargs.values()]):
+            return fold(tx, getattr(self.as_python_constant(), name), [a.as_python_constant() for a in args],
+                        {n: v.as_python_constant() for n, v in kwargs.items()})
+        if name == "count" and len(args) == 1:
+            return ConstantVariable(len(self._matching(tx, args[0], first_only=False)))
+        if name == "index" and 1 <= len(args) <= 3 and not kwargs:
+            window = slice(*[a.as_python_constant() for a in args[1:]], None)  # index(x[, start[, stop]])
+            hits = self._matching(tx, args[0], first_only=True, positions=range(len(self.items))[window])
             if not hits:
-                unimplemented(f"{self.container.__name__}.index of a value not in it")
+                self.raise_not_found("index", args[0])
             return ConstantVariable(hits[0])
-        if name in ("index", "count"):
-            consts = self.as_python_constant()
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
         return super().call_method(tx, name, args, kwargs)
+
+    def raise_not_found(self, method: str, x: VariableTracker) -> NoReturn:
+        """CPython's ``ValueError`` for ``index``/``remove`` of a value the sequence lacks, catchable by the traced
+        code.  Its words name the value and differ across Python versions ("3 is not in list" before 3.13), so for
+        a constant they come from the same call on an empty sequence; a value that is not a constant (whose repr is
+        not known while tracing) gets CPython's generic words."""
+        kind = "list" if isinstance(self, ListVariable) else "tuple"
+        message = f"{kind}.{method}(x): x not in {kind}"
+        if x.is_python_constant():
+            try:
+                getattr([] if kind == "list" else (), method)(x.as_python_constant())
+            except ValueError as e:
+                message = str(e)
+        raise_observed_exception(ValueError, [ConstantVariable(message)], f"{kind}.{method}: {message}")
 
     def reconstruct(self, codegen):
         for item in self.items:
@@ -136,20 +159,27 @@ class ListVariable(BaseListVariable):
         self._m_extend(tx, v)
         return self
 
+    def _list_op(self, op, *args):
+        """``op(self.items, *args)``: the Python list of trackers does the work, and what it raises (``pop from
+        empty list``, an index out of range) is what the real list raises: the traced code's own exception."""
+        try:
+            return op(self.items, *args)
+        except (IndexError, TypeError, ValueError) as e:
+            raise_as_observed(e, f"list {op.__name__}: {e}")
+
     def _m_insert(self, tx, i, v):
-        self.items.insert(i.as_python_constant(), v)
+        self._list_op(list.insert, i.as_python_constant(), v)
         return ConstantVariable(None)
 
     def _m_pop(self, tx, i=None):
-        return self.items.pop(-1 if i is None else i.as_python_constant())
+        return self._list_op(list.pop, *([] if i is None else [i.as_python_constant()]))
 
     def _m_remove(self, tx, v):
-        from .builtin import identical_or_equal
-        for k, item in enumerate(self.items):
-            if identical_or_equal(tx, item, v):
-                del self.items[k]
-                return ConstantVariable(None)
-        unimplemented("list.remove of a value not in the list")
+        hits = self._matching(tx, v, first_only=True)
+        if not hits:
+            self.raise_not_found("remove", v)
+        del self.items[hits[0]]
+        return ConstantVariable(None)
 
     def _m_clear(self, tx):
         self.items.clear()
@@ -171,14 +201,11 @@ class ListVariable(BaseListVariable):
 
     def _m_setitem(self, tx, key, value):
         idx = key.as_python_constant()
-        if isinstance(idx, slice):
-            self.items[idx] = value.unpack_var_sequence(tx)
-        else:
-            self.items[idx] = value
+        self._list_op(operator.setitem, idx, value.unpack_var_sequence(tx) if isinstance(idx, slice) else value)
         return ConstantVariable(None)
 
     def _m_delitem(self, tx, key):
-        del self.items[key.as_python_constant()]
+        self._list_op(operator.delitem, key.as_python_constant())
         return ConstantVariable(None)
 
 
@@ -261,9 +288,7 @@ class RangeVariable(BaseListVariable):
         return self.range
 
     def getitem(self, tx, index):
-        idx = index.as_python_constant()
-        value = self.range[idx]
-        return RangeVariable(value) if isinstance(value, range) else ConstantVariable(value)
+        return fold(tx, operator.getitem, [self.range, index.as_python_constant()], {})  # a range, or an int
 
     def reconstruct(self, codegen):
         codegen.load_const_object(range, push_null=True)

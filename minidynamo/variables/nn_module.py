@@ -299,12 +299,13 @@ MODULE_STORES = ("_parameters", "_buffers", "_modules")
 
 
 def _item_or_raise(items, index: int, module: torch.nn.Module):
-    """``items[index]``; out of range, the program's own IndexError (the frame runs eagerly and raises it)."""
+    """``items[index]``; out of range, the program's own IndexError (an ``except`` in the traced code catches it;
+    uncaught, the frame runs eagerly and raises it)."""
     try:
         return items[index]
     except IndexError:
         from ..exc import raise_observed_exception
-        raise_observed_exception(IndexError, [f"index {index} is out of range"],
+        raise_observed_exception(IndexError, [ConstantVariable(f"index {index} is out of range")],
                                  f"{type(module).__name__} index {index} is out of range")
 
 
