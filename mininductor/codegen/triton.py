@@ -32,6 +32,7 @@ import sympy
 import torch
 
 from .. import config, ir
+from ..dependencies import RecordLoadsHandler
 from ..indexing import (
     FloorDiv,
     ModularIndexing,
@@ -134,11 +135,14 @@ class TritonKernel(ReductionCodegenMixin):
         if is_symbolic(self.numel):
             return None
         first = self.fused.snodes[0]
-        if len(first.plan(first.own_group()).x_sizes) <= 1:
-            return None  # its loop merges into one dim: every access is already contiguous along xindex
+        # a small broadcast operand (a bias, a per-channel scale) stays in cache whatever the order: only
+        # accesses to buffers of at least 1/16 of the kernel's elements decide (Inductor weighs them by size too)
+        big = lambda name: is_symbolic(n := V.graph.get_buffer(name).get_numel()) or n * 16 >= self.numel
+        if not self._transposed_in_loop_order(first, big):
+            return None
         sizes = list(first.node.get_size())
         handler = first._record(first.own_group())
-        exprs = [e for _, e in handler.loads + handler.stores]
+        exprs = [e for n, e in handler.loads + handler.stores if big(n)]
         dims = [k for k, s in enumerate(sizes) if s != 1]
         for k in dims[:-1]:
             var = sym(f"i{k}")
@@ -153,6 +157,22 @@ class TritonKernel(ReductionCodegenMixin):
                     return outer, inner
                 return None
         return None
+
+    @staticmethod
+    def _transposed_in_loop_order(snode, big) -> bool:
+        """Whether some large access runs contiguously along a dim other than the last of the node's own loop
+        (its plan: merged dims, and memory order for an output with eager's permuted strides). If none does,
+        a flat loop already reads and writes memory in order and a tile would only cost index math."""
+        plan = snode.plan(snode.own_group())
+        if len(plan.x_sizes) <= 1:
+            return False
+        loop_vars = [sym(f"t{k}") for k in range(len(plan.x_sizes))]
+        handler = RecordLoadsHandler()
+        with V.set_ops_handler(handler):
+            plan.body(loop_vars, [])
+        exprs = [simplify_index(e) for n, e in handler.loads + handler.stores if big(n)]
+        return any(linear_stride(e, v) == 1 for e in exprs
+                   for v, size in zip(loop_vars[:-1], plan.x_sizes[:-1]) if size != 1)
 
     def _choose_kind(self) -> str:
         if self.rnumel == 1:

@@ -75,3 +75,21 @@ def test_translated_function_output_strides_and_gradients():
     for n in (6, 9):
         y = torch.randn(n, 4, device=DEVICE)
         torch.testing.assert_close(dyn(y), y.t() + 1)
+
+
+@pytest.mark.parametrize("name,fn,shapes,kind", [
+    ("channels last times a per-channel scale", lambda x, w: (x + 1) * w, [(2, 32, 16, 16), (16,)], "poi"),
+    ("permuted output", lambda x: torch.sin(x.permute(2, 0, 1)), [(32, 32, 16)], "poi"),
+    ("transpose into a row-major output", lambda x, y: x + y.t(), [(64, 64), (64, 64)], "tile"),
+])
+def test_tiles_only_for_transposes_in_loop_order(name, fn, shapes, kind, monkeypatch):
+    """A 2-D tile only when a large access is transposed relative to the node's own (memory-order) loop;
+    a small broadcast operand (the per-channel scale) does not count."""
+    import mininductor
+    monkeypatch.setattr(mininductor.config, "tile_in_interpreter", True)
+    args = [torch.randn(*s) for s in shapes]
+    if len(shapes[0]) == 4:
+        args[0] = args[0].contiguous(memory_format=torch.channels_last)
+    compiled = check(fn, *args, kernels=1, atol=1e-6, rtol=1e-5)
+    assert f"'{kind}'" in compiled.source
+    _strides_match(compiled, fn, args)
