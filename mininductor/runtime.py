@@ -195,8 +195,8 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
             return [{"XBLOCK": 1024, "num_warps": 4}]
         return [{"XBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 2048, "num_warps": 8},
                 {"XBLOCK": 512, "num_warps": 4}, {"XBLOCK": 4096, "num_warps": 8}]
-    if kind == "tile":
-        return [{"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4}, {"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8},
+    if kind == "tile":  # 8192^2 transpose-add on an H200: 64x64 190.9 us, 64x32 191.6, 32x64 193.1, 32x32 193.7
+        return [{"XBLOCK": 64, "RBLOCK": 64, "num_warps": 8}, {"XBLOCK": 32, "RBLOCK": 32, "num_warps": 4},
                 {"XBLOCK": 32, "RBLOCK": 128, "num_warps": 8}, {"XBLOCK": 128, "RBLOCK": 32, "num_warps": 8},
                 {"XBLOCK": 64, "RBLOCK": 32, "num_warps": 4}]
     if kind == "per":
@@ -293,13 +293,15 @@ class KernelLauncher:
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
         best, best_ms = self.configs[0], float("inf")
-        for cfg in self.configs:
+        for k, cfg in enumerate(self.configs):
             try:
                 ms = _bench(lambda cfg=cfg: self._launch(cfg, args))
             except Exception as e:  # noqa: BLE001  (a config that does not compile, e.g. out of resources)
                 warnings.warn(f"mininductor: skipping config {cfg} of {self.fn}: {type(e).__name__}")
                 continue
-            if ms < best_ms:
+            # the first candidate is the one measured best on an H200: another must beat it by more than the
+            # 1% that one timing of ten launches varies by, or noise would pick the config
+            if ms < best_ms * (0.99 if best is self.configs[0] and k else 1.0):
                 best, best_ms = cfg, ms
         return best
 

@@ -61,3 +61,18 @@ def test_unflattener_rebuilds_every_output_structure():
         assert rebuilt == value and type(rebuilt) is type(value)
     assert unflattener(pytree.tree_flatten([1, 2])[1]) is list
     assert unflattener(pytree.tree_flatten((1, 2))[1]) is tuple
+
+
+def test_autotune_keeps_the_default_config_unless_another_is_clearly_faster(monkeypatch):
+    """The first candidate is the config measured best on an H200: a rival within the 1% that one timing varies
+    by does not replace it; one faster by more does, and later rivals then compete on plain time."""
+    from mininductor import runtime
+    launcher = object.__new__(runtime.KernelLauncher)
+    launcher.fn = "kernel"
+    launcher.configs = [{"XBLOCK": 64}, {"XBLOCK": 32}, {"XBLOCK": 16}]
+    launcher._launch = lambda cfg, args: cfg["XBLOCK"]
+    for times, expected in (({64: 1.000, 32: 0.995, 16: 0.999}, 64),  # within 1%: the default stays
+                            ({64: 1.000, 32: 0.980, 16: 0.985}, 32),  # 2% faster: replaced
+                            ({64: 1.000, 32: 0.980, 16: 0.975}, 16)):  # then the fastest wins
+        monkeypatch.setattr(runtime, "_bench", lambda fn, times=times: times[fn()])
+        assert launcher._autotune(()) == {"XBLOCK": expected}
