@@ -538,11 +538,18 @@ def _prepend(compiled: Callable, lifted: list) -> Callable:
     return with_params
 
 
+def _user_output_strides(meta: ViewAndMutationMeta) -> list:
+    """The user outputs' strides in the fake run, before decomposing: eager's ([Note: outputs keep eager's
+    strides]); the forward graph's first outputs are those."""
+    return [tuple(v.stride()) for v in meta.fw_output_vals[:meta.num_tensor_outputs]]
+
+
 def _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions) -> tuple:
     with fake_mode:
         fw_gm = trace_forward(fn, meta, fake_args, decompositions)
     # where each mutated input's new value is returned: a compiler may then write it in place (reinplace.py)
     fw_gm.meta["input_mutations"] = {i: meta.num_tensor_outputs + k for k, i in enumerate(meta.mutated_inputs)}
+    fw_gm.meta["original_output_strides"] = _user_output_strides(meta)
     compiled_fw = fw_compiler(fw_gm, _placeholder_vals(fw_gm))
     graphs = AOTGraphs(fw_graph=fw_gm, compiled_fw=compiled_fw, mutated_inputs=list(meta.mutated_inputs))
     return make_inference_runtime(compiled_fw, meta), graphs
@@ -556,6 +563,7 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
     stats = partitioners.partition_stats(fw_gm, bw_gm, meta.num_fw_outputs)
     graphs = AOTGraphs(fw_graph=fw_gm, bw_graph=bw_gm, joint_graph=joint, stats=stats,
                        mutated_inputs=list(meta.mutated_inputs))
+    fw_gm.meta["original_output_strides"] = _user_output_strides(meta)
     graphs.compiled_fw = fw_compiler(fw_gm, _placeholder_vals(fw_gm))
 
     def compile_bw() -> Callable:

@@ -291,20 +291,59 @@ def trace_inference(gm, example_inputs):
 
     from .aot_autograd import no_dispatch_cache
     table = select_decomp_table()
-    fn = functionalize(gm, remove="mutations")
     fake_mode = next((x.fake_mode for x in example_inputs if isinstance(x, FakeTensor)), None)
-    with torch.no_grad(), fx_traceback.preserve_node_meta():
-        if fake_mode is not None:  # inputs are already fake: trace in their mode (parameters may be real)
+
+    def trace(fn):
+        fn = functionalize(fn, remove="mutations")
+        with torch.no_grad(), fx_traceback.preserve_node_meta():
+            if fake_mode is None:
+                return make_fx(fn, decomposition_table=table, tracing_mode="fake",
+                               _allow_non_fake_inputs=True)(*example_inputs)
+            # inputs are already fake: trace in their mode (parameters may be real)
             prior, fake_mode.allow_non_fake_inputs = fake_mode.allow_non_fake_inputs, True
             try:
                 with fake_mode, no_dispatch_cache(fake_mode):  # [Note: no fake dispatch cache in AOT]
-                    aten_gm = make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
+                    return make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
             finally:
                 fake_mode.allow_non_fake_inputs = prior
-        else:
-            aten_gm = make_fx(fn, decomposition_table=table, tracing_mode="fake",
-                              _allow_non_fake_inputs=True)(*example_inputs)
+    aten_gm = trace(gm)
+    if _mutates_an_intermediate(aten_gm):  # functionalize what the first trace left in place
+        aten_gm = trace(aten_gm)
+    _record_original_output_strides(aten_gm, gm)
     return aten_gm, example_inputs
+
+
+def _record_original_output_strides(aten_gm: torch.fx.GraphModule, fn: Callable) -> None:
+    """``fn``'s outputs' strides in a fake run without decompositions: eager's, which a decomposition need not
+    keep ([Note: outputs keep eager's strides]). Nothing is recorded if that run fails."""
+    from torch._guards import detect_fake_mode
+    from torch.func import functionalize
+    vals = [n.meta.get("val") for n in aten_gm.graph.find_nodes(op="placeholder")]
+    fake_mode = detect_fake_mode(vals)
+    if fake_mode is None:
+        return
+    try:
+        with fake_mode, torch.no_grad():
+            args = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+                    if isinstance(v, torch.Tensor) else v for v in vals]
+            outs = pytree.tree_leaves(functionalize(fn)(*args))
+    except Exception:  # noqa: BLE001  (data-dependent ops...: the traced strides are used)
+        return
+    aten_gm.meta["original_output_strides"] = [tuple(o.stride()) if isinstance(o, torch.Tensor) else None
+                                               for o in outs]
+
+
+def _mutates_an_intermediate(gm: torch.fx.GraphModule) -> bool:
+    """An in-place op on a tensor the graph made (``F.pad(x, mode="circular")`` traces, through the
+    CompositeImplicit ``_pad_circular``, to ``empty`` and ``copy_`` into its slices): functionalization, which
+    ran above that decomposition, did not see it. Only ``copy_`` into an input (a mutated input) may stay."""
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        if node.target is not torch.ops.aten.copy_.default or node.args[0].op != "placeholder":
+            return True
+    return False
 
 
 def _debug_dump(aten_gm, graph, scheduler, source: str) -> None:

@@ -17,7 +17,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
-from .indexing import FloorDiv, as_size
+from .indexing import FloorDiv, as_size, size_hint
 from .ir import TensorBox
 from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
@@ -53,7 +53,7 @@ def _is_view_node(node) -> bool:
     return isinstance(node, torch.fx.Node) and node.op == "call_function" and getattr(node.target, "is_view", False)
 
 
-def _eager_stride(node) -> list[int] | None:
+def _eager_stride(node, original=None) -> list | None:
     """The strides eager gives an output, when they are a dense permutation other than row-major; else None.
 
     [Note: outputs keep eager's strides]  Eager's pointwise ops lay their result out like their inputs
@@ -61,20 +61,57 @@ def _eager_stride(node) -> list[int] | None:
     result. A program may read those strides (``.stride()``, ``.is_contiguous()``, a ``.view`` that only works on
     them), so a computed pointwise output is stored with the strides the traced graph recorded -- Inductor's
     ``keep_output_stride``. The kernel still walks the logical index; the store uses the permuted layout (and a
-    2-D tile when that makes the store a transpose). Reductions, views and symbolic sizes keep their own rules.
+    2-D tile when that makes the store a transpose). Reductions and views keep their own rules.
+
+    A decomposition need not keep eager's strides (``repeat`` is a permuted view of an expanded clone;
+    ``one_hot``, training ``batch_norm``...): a user output's strides are ``original``, recorded before
+    decomposing (the graph's ``meta["original_output_strides"]``, Inductor's name), when there are some.
     """
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or not all(type(v) is int for v in (*val.shape, *val.stride())):
-        return None  # (asking a symbolic tensor ``is_contiguous()`` would guard on its sizes)
-    if val.is_contiguous() or val.numel() <= 1:
+    if not isinstance(val, torch.Tensor):
         return None
-    size, stride = list(val.shape), list(val.stride())
+    size = [as_size(s) for s in val.shape]
+    stride = [as_size(s) for s in (val.stride() if original is None else original)]
+    dims = [d for d in range(len(size)) if size[d] != 1]  # a symbolic size is never 1 (0 and 1 specialise)
+    if any(size[d] == 0 for d in dims) or len(dims) <= 1:
+        return None
+    # A symbolic stride (``s27*s53``) holds for every size: order the dims by the example's strides (the hint),
+    # then check structurally that each is the product of the sizes below it. Row-major is not re-laid out.
+    by_stride = sorted(dims, key=lambda d: size_hint(stride[d]))
+    if by_stride == sorted(dims, reverse=True) or len({size_hint(stride[d]) for d in dims}) < len(dims):
+        return None
     expected = 1  # dense: walking the dims from the smallest stride up, each stride is the elements below it
-    for d in sorted((d for d in range(len(size)) if size[d] != 1), key=lambda d: stride[d]):
-        if stride[d] != expected:
+    for d in by_stride:  # (a symbolic stride may read ``Max(1, s27//2)``: the sizes below are >= 2 here)
+        if sympy.expand(stride[d] - expected) != 0 and not _is_max_1(stride[d], expected):
             return None
-        expected *= size[d]
+        stride[d], expected = expected, expected * size[d]
     return stride
+
+
+def _output_bases(gm: torch.fx.GraphModule) -> set:
+    """The graph's outputs, and the nodes that an output is a view of (``x.t().add_(1)`` returns ``add.t().t()``):
+    each is realised with eager's strides as soon as it is lowered, so that an extern kernel or a consumer that
+    realises it first (``y = x.t() * 2; return y, y @ w``) does not fix it row-major."""
+    bases = set()
+    for node in gm.graph.find_nodes(op="output"):
+        for leaf in pytree.tree_leaves(node.args[0]):
+            while isinstance(leaf, torch.fx.Node):
+                bases.add(leaf)
+                leaf = leaf.args[0] if _is_view_node(leaf) else None
+    return bases
+
+
+def _original_output_strides(gm: torch.fx.GraphModule) -> dict:
+    """Output node -> the strides eager gives it, where recorded before decomposing (see ``_eager_stride``)."""
+    recorded = gm.meta.get("original_output_strides") or []
+    nodes = [leaf for node in gm.graph.find_nodes(op="output") for leaf in pytree.tree_leaves(node.args[0])]
+    return {n: s for n, s in zip(nodes, recorded) if isinstance(n, torch.fx.Node) and s is not None
+            and len(s) == len(getattr(n.meta.get("val"), "shape", ()))}
+
+
+def _is_max_1(expr, value) -> bool:
+    """``expr`` is ``Max(1, value)`` (sympy's or torch's own ``Max``)."""
+    return type(expr).__name__ == "Max" and set(expr.args) == {sympy.Integer(1), value}
 
 
 class GraphLowering(torch.fx.Interpreter):
@@ -100,6 +137,8 @@ class GraphLowering(torch.fx.Interpreter):
         self.reinplace = reinplaceable_scatters(gm)
         self.reinplaced: dict[str, str] = {}
         self.current_node: torch.fx.Node | None = None
+        self.output_bases = _output_bases(gm)
+        self.original_strides = _original_output_strides(gm)
         devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
         cuda = [d for d in devices if d.type == "cuda"]
         self.device = cuda[0] if cuda else devices[0] if devices else torch.device("cpu")
@@ -132,6 +171,9 @@ class GraphLowering(torch.fx.Interpreter):
         result = super().run_node(n)
         if isinstance(result, TensorBox) and n.op == "call_function":
             storage = result.storage()
+            if result.data is storage and n in self.output_bases and isinstance(storage.data, ir.Pointwise) \
+                    and (stride := _eager_stride(n, self.original_strides.get(n))) is not None:
+                storage.realize(stride)  # before a consumer realises it row-major: [Note: outputs keep eager's strides]
             if storage is not None:
                 storage.mark_reuse(len(n.users))
         return result
@@ -197,7 +239,7 @@ class GraphLowering(torch.fx.Interpreter):
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
         nodes = pytree.tree_leaves(self.current_node.args[0])
-        self.graph_outputs = [self._realize_output(o, _is_view_node(n), _eager_stride(n))
+        self.graph_outputs = [self._realize_output(o, _is_view_node(n), _eager_stride(n, self.original_strides.get(n)))
                               for o, n in zip(outputs, nodes)]
         return self.graph_outputs
 

@@ -271,7 +271,8 @@ def _any_all(kind: str):
     def lowering(x, dims=None, keepdim=False):
         as_bool = pointwise([x], lambda v: ops.ne(v, ops.constant(0, x.get_dtype())), torch.bool,
                             cast_inputs=False) if x.get_dtype() != torch.bool else x
-        return make_reduction(as_bool, dims, keepdim, kind, torch.bool, torch.bool)
+        result = make_reduction(as_bool, dims, keepdim, kind, torch.bool, torch.bool)
+        return _cast(result, out_dtype(default=torch.bool))  # uint8 in, uint8 out (eager's legacy rule)
     return lowering
 
 

@@ -135,7 +135,7 @@ class SchedulerNode(BaseSchedulerNode):
             xdims = [d for d in range(len(sizes)) if d not in run]
             if not run and not self.node.layout.is_contiguous():  # an output with eager's permuted strides:
                 stride = self.node.layout.stride  # walk it in memory order, so its store is contiguous
-                xdims.sort(key=lambda d: -stride[d])
+                xdims.sort(key=lambda d: -size_hint(stride[d]))
             xs, rs = [sizes[d] for d in xdims], [sizes[d] for d in run]
 
             def raw(xv, rv):

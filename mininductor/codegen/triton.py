@@ -416,10 +416,21 @@ class TritonKernel(ReductionCodegenMixin):
     def floordiv(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
         if dtype.is_floating_point:
-            return self._emit(f"tl.floor({a} / {b})", dtype)
+            return self._float_floordiv(a, b, dtype)
         q = self._emit(f"{a} // {b}", dtype)  # C truncation on GPU, floor in the interpreter: fix both up
         return self._emit(f"tl.where((({b} > 0) & ({q} * {b} > {a})) | (({b} < 0) & ({q} * {b} < {a})), "
                           f"{q} - 1, {q})", dtype)
+
+    def _float_floordiv(self, a: str, b: str, dtype: torch.dtype) -> str:
+        """ATen's ``div_floor_floating``: the quotient of ``a - fmod(a, b)``, which is exact, rounded to the
+        nearest integer -- ``floor(a / b)`` rounds ``a / b`` first and is one off near a multiple of ``b``."""
+        e = lambda text: self._emit(text, dtype)
+        mod = e(f"{a} % {b}")  # frem: the exact fmod on GPU and in the interpreter
+        div = e(f"({a} - {mod}) / {b}")
+        div = e(f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})")
+        floor = e(f"tl.floor({div})")
+        floor = e(f"tl.where({div} - {floor} > 0.5, {floor} + 1, {floor})")
+        return e(f"tl.where({b} == 0, {a} / {b}, tl.where({div} != 0, {floor}, 0.0 * ({a} / {b})))")
 
     def truncdiv(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
@@ -430,10 +441,15 @@ class TritonKernel(ReductionCodegenMixin):
 
     def remainder(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
+        if dtype.is_floating_point:  # ATen's: fmod, moved to the sign of b (exact; a - floor(a/b)*b is not)
+            mod = self.fmod(a, b)
+            return self._emit(f"tl.where(({mod} != 0) & (({mod} < 0) != ({b} < 0)), {mod} + {b}, {mod})", dtype)
         return self._emit(f"{a} - {self.floordiv(a, b)} * {b}", dtype)
 
     def fmod(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
+        if dtype.is_floating_point:  # frem (np.fmod when interpreted): exact, as eager's std::fmod
+            return self._emit(f"{a} % {b}", dtype)
         return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
 
     def atan(self, x: str) -> str:

@@ -124,7 +124,8 @@ def constant_repr(value, dtype: torch.dtype) -> str:
         if value in (float("inf"), float("-inf")):
             return f"float('{value}')"
         return repr(value)
-    return str(int(value))
+    info = torch.iinfo(dtype)  # eager wraps an out-of-range scalar (int8 tensor < 300 compares with 44)
+    return str((int(value) - info.min) % (info.max - info.min + 1) + info.min)
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
