@@ -226,13 +226,15 @@ class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
     def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
-                 symbolic: bool = False, fp_fusion: bool = True):
+                 symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False):
         # xnumel/rnumel: the sizes (for a symbolic kernel, the size hints) the configs are chosen from
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
         # fp_fusion=False: compiled without FP contraction ([Note: rounding survives only without FP contraction])
         self.fp_fusion = fp_fusion
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
+        # x_first: a tile kernel whose programs walk blocks of rows on grid axis 0 (TritonKernel._stores_run_along_x)
+        self.x_first = x_first
         self.empty = 0 in (xnumel, rnumel)
         self.interpret = device_type != "cuda"
         self.hint = hint
@@ -258,8 +260,9 @@ class KernelLauncher:
     def _grid(self, cfg: dict, args=()) -> tuple:
         xnumel, rnumel = self._numels(args)
         grid = ((xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
-        if self.kind == "tile":  # blocks of columns on axis 0 (see TritonKernel._header)
-            grid = ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],) + grid
+        if self.kind == "tile":  # blocks of columns on axis 0, unless x_first (see TritonKernel._header)
+            rblocks = ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
+            grid = grid + rblocks if self.x_first else rblocks + grid
         return grid
 
     def _launch(self, cfg: dict, args):

@@ -96,6 +96,7 @@ class TritonKernel(ReductionCodegenMixin):
             tiling = self._choose_tiling()
             if tiling is not None:
                 self.kind, (self.numel, self.rnumel) = "tile", tiling
+        self.x_first = self.kind == "tile" and self._stores_run_along_x()
         self.ndim = 1 if self.kind == "poi" else 2
         self.args: dict[str, str] = {}
         self.dtypes: dict[str, torch.dtype] = {}
@@ -157,6 +158,18 @@ class TritonKernel(ReductionCodegenMixin):
                     return outer, inner
                 return None
         return None
+
+    def _stores_run_along_x(self) -> bool:
+        """Whether a tile kernel's stores are contiguous along its rows axis (``xindex``) rather than its columns:
+        an output with eager's column-major strides (``x.t() + y``). Its programs then walk blocks of rows first,
+        so programs launched together write neighbouring memory (grid axis 1 holds at most 65535 column blocks)."""
+        if self.rnumel > 65535 * 32:
+            return False
+        for snode in self.fused.snodes:
+            _, writes = snode.canonical_deps((self.numel, self.rnumel))
+            if any(linear_stride(i, XINDEX) == 1 for idxs in writes.values() for i in idxs):
+                return True
+        return False
 
     @staticmethod
     def _transposed_in_loop_order(snode, big) -> bool:
@@ -564,8 +577,9 @@ class TritonKernel(ReductionCodegenMixin):
         x_even, r_even = self._blocks_divide()
         shape = "[XBLOCK]" if self.kind == "poi" else "[XBLOCK, 1]"
         # a tile kernel walks blocks of columns on grid axis 0: programs launched together then write (and read)
-        # neighbouring columns of the same rows (1-2% faster than rows first on an H200: bench/kernel_configs.py)
-        x_axis, r_axis = (1, 0) if self.kind == "tile" else (0, 1)
+        # neighbouring columns of the same rows (1-2% faster than rows first on an H200: bench/kernel_configs.py);
+        # blocks of rows first when its stores run down the rows (x_first: a column-major output)
+        x_axis, r_axis = (1, 0) if self.kind == "tile" and not self.x_first else (0, 1)
         lines = [f"xoffset = tl.program_id({x_axis}) * XBLOCK",
                  "xindex = xoffset + tl.arange(0, XBLOCK)" + ("" if self.kind == "poi" else "[:, None]"),
                  f"xmask = tl.full({shape}, True, tl.int1)  # XBLOCK divides xnumel" if x_even

@@ -173,7 +173,8 @@ class WrapperCodeGen:
         line = (f"{k.name} = KernelLauncher({k.name}, {k.kind!r}, xnumel={size_hint(k.numel)}, "
                 f"rnumel={size_hint(k.rnumel)}, device_type={self.graph.device.type!r}, hint={k.hint!r}, "
                 f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)}"
-                + (", fp_fusion=False" if k.rounds_low_precision else "") + ")")
+                + (", fp_fusion=False" if k.rounds_low_precision else "") + (", x_first=True" if k.x_first else "")
+                + ")")
         twin = self.twins.get(k.name)
         if twin is None:
             return line

@@ -93,3 +93,20 @@ def test_tiles_only_for_transposes_in_loop_order(name, fn, shapes, kind, monkeyp
     compiled = check(fn, *args, kernels=1, atol=1e-6, rtol=1e-5)
     assert f"'{kind}'" in compiled.source
     _strides_match(compiled, fn, args)
+
+
+def test_a_column_major_tile_walks_blocks_of_rows_first(monkeypatch):
+    """``x.t() + y`` is column-major in eager, so its tile's stores run down the rows: grid axis 0 takes blocks of
+    rows (``x_first``), so programs launched together write neighbouring memory; ``x + y.t()`` keeps columns first."""
+    import mininductor
+    from mininductor.runtime import KernelLauncher
+    monkeypatch.setattr(mininductor.config, "tile_in_interpreter", True)
+    a, b = torch.randn(48, 64), torch.randn(64, 48)
+    column_major = check(lambda x, y: x.t() + y, a, b, kernels=1)
+    _strides_match(column_major, lambda x, y: x.t() + y, [a, b])
+    assert "x_first=True" in column_major.source and "xoffset = tl.program_id(0)" in column_major.source
+    row_major = check(lambda x, y: x + y.t(), b, a, kernels=1)
+    assert "x_first" not in row_major.source and "xoffset = tl.program_id(1)" in row_major.source
+    launcher = KernelLauncher(None, "tile", 256, 64, "cuda", x_first=True)
+    assert launcher._grid({"XBLOCK": 32, "RBLOCK": 16}) == (8, 4)
+    assert KernelLauncher(None, "tile", 256, 64, "cuda")._grid({"XBLOCK": 32, "RBLOCK": 16}) == (4, 8)
