@@ -60,8 +60,9 @@ def _eager_stride(node, original=None) -> list | None:
     (TensorIterator): ``x.t() * 2`` has the strides of ``x.t()``, a channels-last input gives a channels-last
     result. A program may read those strides (``.stride()``, ``.is_contiguous()``, a ``.view`` that only works on
     them), so a computed pointwise output is stored with the strides the traced graph recorded -- Inductor's
-    ``keep_output_stride``. The kernel still walks the logical index; the store uses the permuted layout (and a
-    2-D tile when that makes the store a transpose). Reductions and views keep their own rules.
+    ``keep_output_stride``. The scheduler walks such a node's loop in memory order (``SchedulerNode._make_plan``),
+    so its store is contiguous; a 2-D tile only where another large access is transposed to that order
+    (``TritonKernel._choose_tiling``). Reductions and views keep their own rules.
 
     A decomposition need not keep eager's strides (``repeat`` is a permuted view of an expanded clone;
     ``one_hot``, training ``batch_norm``...): a user output's strides are ``original``, recorded before
