@@ -26,6 +26,7 @@ A softmax over rows of 130 (persistent; abridged)::
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import sympy
@@ -83,6 +84,9 @@ class _Store:
         self.name, self.text = name, text
 
 
+_TMP = re.compile(r"\btmp\d+\b")
+
+
 class TritonKernel(ReductionCodegenMixin):
     def __init__(self, fused: FusedSchedulerNode, internal: set[str], device: torch.device, index: int,
                  kind: str | None = None) -> None:
@@ -112,6 +116,7 @@ class TritonKernel(ReductionCodegenMixin):
         self.r_node = False
         # a value rounded to fp16/bf16 and back: the kernel must compile without FP contraction (see to_dtype)
         self.rounds_low_precision = False
+        self._rounded: dict[str, torch.dtype] = {}  # tmp -> the fp16/bf16 its value was rounded to (kept in fp32)
         self._in_post = False  # True while emitting a looped reduction's final reduce (after its loop)
         self.name = self._kernel_name(index)
         self.bytes_accessed = 0
@@ -227,6 +232,8 @@ class TritonKernel(ReductionCodegenMixin):
         return self.section.post if self._in_post else self.section.lines
 
     def _emit(self, text: str, dtype: torch.dtype, cse: bool = True) -> str:
+        if self._rounded and any(name in self._rounded for name in _TMP.findall(text)):
+            self.rounds_low_precision = True  # a rounded value computed with: see to_dtype
         if cse:
             hit = self.scope.lookup("cse", text)
             if hit is not None:
@@ -390,18 +397,31 @@ class TritonKernel(ReductionCodegenMixin):
         if dtype in (torch.float16, torch.bfloat16):
             # [Note: rounding survives only without FP contraction]  LLVM may narrow ``fp32 op`` between two
             # round trips to an fp16 op, then fuse ``x * 3 - 1`` into one fp16 FMA: one rounding where eager
-            # rounds twice (H200: 10 of 91 elements 1 ulp off).  Such a kernel compiles with
-            # ``enable_fp_fusion=False``, as Inductor's do under ``emulate_precision_casts``.
-            self.rounds_low_precision = True
-            if dtype == torch.bfloat16 and self.interpret:
-                return self._round_bf16(value)
-            return self._emit(f"{value}.to({TL_DTYPE[dtype]}).to(tl.float32)", torch.float32)
+            # rounds twice (H200: 10 of 91 elements 1 ulp off).  So a kernel that computes with a rounded value
+            # compiles with ``enable_fp_fusion=False``, as Inductor's do under ``emulate_precision_casts``
+            # (``_emit`` sets ``rounds_low_precision`` when a rounded tmp is an operand).  A rounding that only
+            # reaches a store (the last cast of a bf16 GELU) leaves nothing to narrow: contraction stays on.
+            if self._rounded.get(value) == dtype:
+                return value  # rounded already: rounding again changes nothing
+            rounded = self._round_bf16(value) if dtype == torch.bfloat16 and self.interpret else \
+                self._emit(f"{value}.to({TL_DTYPE[dtype]}).to(tl.float32)", torch.float32)
+            self._rounded[rounded] = dtype
+            return rounded
         if dtype == torch.bool:
             return self._emit(f"{value} != 0", torch.bool)
         return self._emit(f"{value}.to({TL_DTYPE[dtype]})", dtype)
 
     def _round_bf16(self, value: str) -> str:
         """fp32 -> nearest-even bf16 (kept in fp32) with integer ops: the interpreter's own cast truncates."""
+        if self._rounded.get(value) == torch.bfloat16:
+            return value
+        rounded, self._rounded = self._rounded, {}  # its own lines read ``value``: not a computation with it
+        try:
+            return self._round_bf16_bits(value)
+        finally:
+            self._rounded = rounded
+
+    def _round_bf16_bits(self, value: str) -> str:
         value = self._emit(f"{value}.to(tl.float32)", torch.float32) if self._dtype(value) != torch.float32 \
             else value
         bits = self._emit(f"{value}.to(tl.int32, bitcast=True)", torch.int32)

@@ -90,6 +90,19 @@ def test_functional_inplace_flag_on_an_input_is_kept():
     _run_shapes(on_intermediate, lambda n: (torch.randn(n, 6),), [(4,)])
 
 
+def test_a_rounding_that_only_reaches_a_store_keeps_fp_contraction():
+    """A bf16 GELU computes in fp32 and rounds once, into its store: nothing is computed with a rounded value, so
+    the kernel keeps FP contraction (rounded once, not once per cast); a bf16 chain that computes with a rounded
+    value does not ([Note: rounding survives only without FP contraction])."""
+    import torch.nn.functional as F
+    x = torch.randn(16, 24).bfloat16()
+    gelu = check(lambda x: F.gelu(x, approximate="tanh"), x, atol=1e-2, rtol=1e-2, kernels=1)
+    assert "fp_fusion=False" not in gelu.source
+    assert gelu.source.count(".to(tl.bfloat16).to(tl.float32)") + gelu.source.count("0x7FFF") <= 1
+    chain = check(lambda x: (x + 1) * 2, x, atol=1e-2, rtol=1e-2, kernels=1)
+    assert "fp_fusion=False" in chain.source
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_low_precision_results_round_like_eager(dtype):
     """``(y + 1).float()`` with ``y`` bf16: eager rounds ``y + 1`` to bf16 first (``emulate_precision_casts``).
