@@ -302,8 +302,8 @@ class KernelLauncher:
             except Exception as e:  # noqa: BLE001  (a config that does not compile, e.g. out of resources)
                 warnings.warn(f"mininductor: skipping config {cfg} of {self.fn}: {type(e).__name__}")
                 continue
-            # the first candidate is the one measured best on an H200: another must beat it by more than the
-            # 1% that one timing of ten launches varies by, or noise would pick the config
+            # the first candidate is the default (for tiles, the one measured best on an H200): another must beat
+            # it by more than the 1% that one timing of ten launches varies by, or noise would pick the config
             if ms < best_ms * (0.99 if best is self.configs[0] and k else 1.0):
                 best, best_ms = cfg, ms
         return best
