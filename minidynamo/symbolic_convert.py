@@ -56,7 +56,7 @@ from .variables import (
 )
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
-from .variables.constant import BINARY_OPS, COMPARE_OPS
+from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
 from .variables.misc import ExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
@@ -525,11 +525,14 @@ class InstructionTranslatorBase:
     def FORMAT_VALUE(self, inst):
         spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
         value = self.pop()
-        if isinstance(value, TensorVariable) or not value.is_python_constant():
+        if isinstance(value, ExceptionVariable) and (v := value.printable()) is not None:
+            pass  # f"{e}" of a caught exception with constant args: printed by Python, rebuilt
+        elif isinstance(value, TensorVariable) or not value.is_python_constant():
             unimplemented(f"formatting {value.describe()} in an f-string", "format only Python constants")
-        v = value.as_python_constant()
-        v = {0: v, 1: str(v) if (inst.arg & 3) == 1 else v, 2: repr(v), 3: ascii(v)}[inst.arg & 3]
-        self.push(ConstantVariable(format(v, spec)))
+        else:
+            v = value.as_python_constant()
+        v = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 3](v)  # !s, !r, !a
+        self.push(fold(self, format, [v, spec], {}))  # f"{'a':d}" raises the ValueError CPython raises
 
     def _container_being_built(self, depth: int) -> VariableTracker:
         """The list/set/dict that ``LIST_APPEND``/``MAP_ADD``/... add to, ``depth`` slots down the stack.

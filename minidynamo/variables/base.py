@@ -12,7 +12,10 @@ apply the change to the real object.
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from ..exc import unimplemented
 from ..source import Source
@@ -20,6 +23,56 @@ from ..source import Source
 
 class NotConstant(Exception):
     pass
+
+
+@functools.cache
+def handler_signature(func: Callable) -> inspect.Signature:
+    return inspect.signature(func)
+
+
+@functools.cache
+def real_signature(fn: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a text signature (min, range, type...)
+        return None
+
+
+def binds(sig: inspect.Signature, args: list, kwargs: dict) -> bool:
+    try:
+        sig.bind(*args, **kwargs)
+        return True
+    except TypeError:
+        return False
+
+
+def handler_takes(handler: Callable, real: Callable, args: list, kwargs: dict, what: str) -> bool:
+    """Can ``handler``, which emulates ``real`` (a builtin, a list or dict method), take these arguments?
+
+    [Note: arguments a handler cannot take]  A handler's parameters mirror its builtin's (``call_len(tx, obj)``), so
+    ``len([1], [2])`` would make the handler itself raise a TypeError: an internal error.  So its signature is
+    bound first.  When that fails we ask the real callable's: if it does not bind either, CPython raises its own
+    TypeError while parsing the arguments, so calling ``real`` with placeholders gives its exact words ("len()
+    takes exactly one argument (2 given)"), raised in the traced code (catchable, as eager).  Where the real
+    callable would accept the call (``str(b, "utf-8")``) or has no signature to ask, the answer is False: the
+    caller folds the call over constants, or refuses (a graph break, and Python makes the call).
+    """
+    if binds(handler_signature(handler.__func__), [None, None, *args], kwargs):  # (self, tx, *args)
+        return True
+    sig = real_signature(real)
+    if sig is not None and not binds(sig, args, kwargs):
+        try:
+            real(*[object() for _ in args], **{k: object() for k in kwargs})
+        except TypeError as e:
+            from .constant import raise_as_observed
+            raise_as_observed(e, f"{what}: {e}")
+    return False
+
+
+def refuse_arguments(what: str, args: list, kwargs: dict) -> NoReturn:
+    unimplemented(f"{what} with arguments {[a.describe() for a in args]}"
+                  + (f" and keywords {sorted(kwargs)}" if kwargs else ""),
+                  "this form of the call is not traced: the frame breaks here and Python makes the call")
 
 
 class VariableTracker:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ..exc import unimplemented
-from .base import NotConstant, VariableTracker
+from .base import NotConstant, VariableTracker, handler_takes
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
 from .dicts import DictIteratorVariable, DictVariable, DictViewVariable, SetVariable, const_key
 from .lists import (
@@ -54,10 +54,28 @@ def identity_value(v: VariableTracker) -> Any:
     return v
 
 
+def tensor_never_equal(a: VariableTracker, b: VariableTracker) -> bool:
+    """Is one side a tensor and the other a value torch cannot compare it with (a string, None, a container)?
+
+    ``torch.ones(2) == "b"``: ``Tensor.__eq__`` returns NotImplemented (torch.eq raises TypeError on a ``str``),
+    so does ``str.__eq__``, and Python falls back to identity: ``False``, never an elementwise tensor.  So ``"b" in
+    [x, "a"]`` and ``[x, "a"].index("a")`` compare ``x`` without reading its values, as eager does.  A number does
+    compare elementwise (``x == 1`` is a tensor, its truth data-dependent)."""
+    if not isinstance(a, TensorVariable):
+        a, b = b, a
+    if not isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return False
+    if isinstance(b, (BaseListVariable, DictVariable, SetVariable, DictViewVariable)):
+        return True
+    return isinstance(b, ConstantVariable) and isinstance(b.value, (str, bytes, type(None), tuple, frozenset))
+
+
 def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
     """``a is b or a == b``: what ``in``, ``list.index`` and ``list.remove`` ask of each item."""
     if a is b:
         return True
+    if tensor_never_equal(a, b):
+        return False
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
     if user_comparison_owner(a, "__eq__") or user_comparison_owner(b, "__eq__"):
@@ -116,11 +134,16 @@ def user_comparison(tx, op: Callable, a: VariableTracker, b: VariableTracker) ->
 
 
 def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
-    if isinstance(x, TensorVariable) or any(isinstance(i, TensorVariable) for i in items):
-        if all(i is not x for i in items):
+    """``x in items``: each item in order, ``is`` then ``==``, as CPython's ``PySequence_Contains``.  An ``==``
+    between a tensor and another tensor or a number is elementwise (its truth data-dependent, or an error): refused."""
+    for item in items:
+        if item is x:
+            return ConstantVariable(True)
+        if (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)) and not tensor_never_equal(item, x):
             unimplemented("`in` with tensors compares values", "compare indices or use torch.isin")
-        return ConstantVariable(True)
-    return ConstantVariable(any(identical_or_equal(tx, i, x) for i in items))
+        if identical_or_equal(tx, item, x):
+            return ConstantVariable(True)
+    return ConstantVariable(False)
 
 
 def get_iterator(tx, obj: VariableTracker) -> ListIteratorVariable:
@@ -151,6 +174,8 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         return result
     if (result := sym_op(tx, op, [a, b])) is not None:
         return result
+    if (result := inplace_container_op(tx, op, a, b)) is not None:
+        return result
     if a.is_python_constant() and b.is_python_constant() and not isinstance(a, ListVariable):
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
     if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and op in (operator.add, operator.iadd):
@@ -173,6 +198,22 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
 
 
 SET_OPERATORS = (operator.and_, operator.or_, operator.sub, operator.xor)
+INPLACE_SET_OPERATORS = (operator.iand, operator.ior, operator.isub, operator.ixor)
+
+
+def inplace_container_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    """``xs *= 2``, ``s |= t``, ``d |= e``: the mutable container on the left changes in place and stays the same
+    object (another name for it, or the caller's argument, sees the change).  None where Python would build a new
+    object instead (``fs |= t`` on a frozenset, ``s |= d.keys()``, which falls back to ``dict_keys.__ror__``)."""
+    if isinstance(a, ListVariable) and op is operator.imul and b.is_python_constant():
+        return a.call_method(tx, "__imul__", [b], {})
+    if isinstance(a, SetVariable) and a.user_cls is set and op in INPLACE_SET_OPERATORS and (
+            isinstance(b, SetVariable) or isinstance(b, ConstantVariable) and isinstance(b.value, frozenset)):
+        return a.call_method(tx, f"__{op.__name__}__", [b], {})
+    if isinstance(a, DictVariable) and op is operator.ior and isinstance(b, (DictVariable, BaseListVariable)):
+        a.call_method(tx, "update", [b], {})
+        return a
+    return None
 
 
 def view_set_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
@@ -242,7 +283,7 @@ class BuiltinVariable(VariableTracker):
             unimplemented(UNTRACEABLE[fn], "move it outside the compiled function, or accept a graph break")
         name = getattr(fn, "__name__", "")
         handler = getattr(self, f"call_{name}", None) if getattr(builtins, name, None) is fn else None
-        if handler is not None:
+        if handler is not None and handler_takes(handler, fn, args, kwargs, f"builtin {name}()"):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
@@ -348,9 +389,9 @@ class BuiltinVariable(VariableTracker):
         d._m_update(tx, arg, **kwargs)
         return d
 
-    def call_sorted(self, tx, iterable, key=None, reverse=None):
+    def call_sorted(self, tx, iterable, *, key=None, reverse=None):
         lst = ListVariable(iterable.unpack_var_sequence(tx))
-        lst._m_sort(tx, key, reverse)
+        lst._m_sort(tx, key=key, reverse=reverse)
         return lst
 
     def call_sum(self, tx, iterable, start=None):
@@ -467,6 +508,27 @@ class BuiltinVariable(VariableTracker):
     def call_str(self, tx, obj=None):
         if isinstance(obj, TensorVariable):
             unimplemented("str() of a tensor reads its values", "format tensors outside the compiled function")
+        return self._print_exception(tx, obj)
+
+    def _print_exception(self, tx, obj, spec=None):
+        """``str(e)``, ``repr(e)``, ``ascii(e)``, ``format(e, spec)`` of a caught exception whose args are
+        constants: Python prints the exception rebuilt from them (``ExceptionVariable.printable``).  None (fold, or
+        refuse) for anything else."""
+        from .misc import ExceptionVariable
+        if not isinstance(obj, ExceptionVariable) or (e := obj.printable()) is None:
+            return None
+        if spec is not None and not spec.is_python_constant():
+            return None
+        return fold(tx, self.fn, [e] + ([] if spec is None else [spec.as_python_constant()]), {})
+
+    def call_repr(self, tx, obj):
+        return self._print_exception(tx, obj)
+
+    def call_ascii(self, tx, obj):
+        return self._print_exception(tx, obj)
+
+    def call_format(self, tx, obj, spec=None):
+        return self._print_exception(tx, obj, spec)
 
 
 def attribute_runs_user_code(obj: VariableTracker, name: str) -> bool:

@@ -4,10 +4,10 @@ Mirrors ``torch/_dynamo/variables/dicts.py``.  Keys that are not constants (tens
 """
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 
 from ..exc import raise_observed_exception, unimplemented
-from .base import BoundMethodVariable, NotConstant, VariableTracker
+from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes, refuse_arguments
 from .constant import ConstantVariable, fold
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 
@@ -53,9 +53,12 @@ class DictVariable(VariableTracker):
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
-        handler = getattr(self, f"_m_{name.strip('_')}", None)
+        real = getattr(self.user_cls(), name, None)
+        handler = getattr(self, f"_m_{name.strip('_')}", None) if real is not None else None
         if handler is None:
             unimplemented(f"dict method {name!r}")
+        if not handler_takes(handler, real, args, kwargs, f"{self.user_cls.__name__}.{name}()"):
+            refuse_arguments(f"{self.user_cls.__name__}.{name}()", args, kwargs)
         if name in ("__setitem__", "__delitem__", "pop", "popitem", "clear", "update", "setdefault"):
             tx.output.side_effects.mutate(self)
         return handler(tx, *args, **kwargs)
@@ -130,19 +133,21 @@ class DictVariable(VariableTracker):
         return ConstantVariable(None)
 
     def _m_copy(self, tx):
-        return DictVariable(self.items, self.user_cls)
+        copy = DictVariable(self.items, self.user_cls)
+        copy.default_factory = self.default_factory  # a defaultdict's copy keeps its factory
+        return copy
 
     def reconstruct(self, codegen):
         if self.user_cls is not dict:  # OrderedDict(d) / defaultdict(factory, d)
             codegen.load_const_object(self.user_cls, push_null=True)
-            if self.default_factory is not None:
-                codegen(self.default_factory)
+            if self.user_cls is defaultdict:  # defaultdict(factory, items): the factory may be None
+                codegen(self.default_factory or ConstantVariable(None))
         for k, v in self.items.items():
             codegen.load_const(k)
             codegen(v)
         codegen.build(dict, len(self.items))
         if self.user_cls is not dict:
-            codegen.call(1 + (self.default_factory is not None))
+            codegen.call(1 + (self.user_cls is defaultdict))
 
     def _repr_body(self):
         return ", ".join(f"{k!r}: {v!r}" for k, v in self.items.items())
@@ -267,6 +272,12 @@ class DictIteratorVariable(ListIteratorVariable):
         return f"{self.kind} {self.index}/{len(self.keys)}"
 
 
+# the methods that change a set in place; binary_op sends ``s |= t`` (and ``&=``, ``-=``, ``^=``) to the dunders
+SET_MUTATORS = frozenset({"add", "discard", "remove", "update", "clear", "pop", "difference_update",
+                          "intersection_update", "symmetric_difference_update",
+                          "__ior__", "__iand__", "__isub__", "__ixor__"})
+
+
 class SetVariable(VariableTracker):
     """A set (or frozenset: ``user_cls``) of Python constants."""
 
@@ -294,10 +305,13 @@ class SetVariable(VariableTracker):
         return BoundMethodVariable(self, name)
 
     def call_method(self, tx, name, args, kwargs):
-        if name in ("add", "discard", "remove", "update", "clear") and self.user_cls is set:
+        if name in SET_MUTATORS and self.user_cls is set:
             tx.output.side_effects.mutate(self)
-            # the set does the work, and raises what the real one raises: KeyError for remove of a missing item
-            return fold(tx, getattr(self.values, name), [a.as_python_constant() for a in args], {})
+            # ``self.values`` itself does the work -- never a copy of it: ``s.pop()`` must shrink ``s`` -- and
+            # raises what the real set raises (KeyError for ``remove`` of a missing item, ``pop`` of an empty set)
+            result = fold(tx, getattr(self.values, name), [a.as_python_constant() for a in args],
+                          {n: v.as_python_constant() for n, v in kwargs.items()})
+            return self if name.startswith("__i") else result  # ``s |= t`` leaves ``s`` bound to the same set
         if name == "__contains__":
             return ConstantVariable(const_key(args[0]) in self.values)
         if name == "__len__":

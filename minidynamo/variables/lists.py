@@ -13,7 +13,7 @@ from typing import NoReturn
 import torch
 
 from ..exc import raise_observed_exception, unimplemented
-from .base import BoundMethodVariable, NotConstant, VariableTracker
+from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes, refuse_arguments
 from .constant import ConstantVariable, fold, raise_as_observed
 
 
@@ -68,14 +68,15 @@ class BaseListVariable(VariableTracker):
 
     def _matching(self, tx, x: VariableTracker, first_only: bool, positions: range | None = None) -> list[int]:
         """Indices of the items (among ``positions``) equal to ``x`` as ``list.index``/``count``/``remove``
-        compare: ``is``, then ``==``.  An ``==`` between two different tensors is elementwise (and its truth an
-        error): refused."""
-        from .builtin import identical_or_equal
+        compare: ``is``, then ``==``.  An ``==`` between a tensor and another tensor or a number is elementwise (and
+        its truth an error): refused; with a string or None it is False (``tensor_never_equal``)."""
+        from .builtin import identical_or_equal, tensor_never_equal
         from .tensor import TensorVariable
         hits = []
         for k in range(len(self.items)) if positions is None else positions:
             item = self.items[k]
-            if item is not x and (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)):
+            if item is not x and (isinstance(item, TensorVariable) or isinstance(x, TensorVariable)) and not \
+                    tensor_never_equal(item, x):
                 unimplemented("`==` between tensors in list.index/count compares values")
             if identical_or_equal(tx, item, x):
                 hits.append(k)
@@ -139,13 +140,16 @@ class ListVariable(BaseListVariable):
 
     def call_method(self, tx, name, args, kwargs):
         mutators = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort", "__setitem__",
-                    "__delitem__", "__iadd__"}
+                    "__delitem__", "__iadd__", "__imul__"}
         if name not in mutators:
             if name == "copy":
                 return ListVariable(self.items)
             return super().call_method(tx, name, args, kwargs)
+        handler = getattr(self, f"_m_{name.strip('_')}")
+        if not handler_takes(handler, getattr([], name), args, kwargs, f"list.{name}()"):
+            refuse_arguments(f"list.{name}()", args, kwargs)
         tx.output.side_effects.mutate(self)
-        return getattr(self, f"_m_{name.strip('_')}")(tx, *args, **kwargs)
+        return handler(tx, *args, **kwargs)
 
     def _m_append(self, tx, v):
         self.items.append(v)
@@ -157,6 +161,10 @@ class ListVariable(BaseListVariable):
 
     def _m_iadd(self, tx, v):
         self._m_extend(tx, v)
+        return self
+
+    def _m_imul(self, tx, n):
+        self._list_op(operator.imul, n.as_python_constant())  # ``xs *= 2`` repeats the items of the same list
         return self
 
     def _list_op(self, op, *args):
@@ -189,13 +197,20 @@ class ListVariable(BaseListVariable):
         self.items.reverse()
         return ConstantVariable(None)
 
-    def _m_sort(self, tx, key=None, reverse=None):
+    def _m_sort(self, tx, *, key=None, reverse=None):
         if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
-            values = [key.call_function(tx, [i], {}).as_python_constant() for i in self.items]
+            keys = [key.call_function(tx, [i], {}) for i in self.items]
         else:
-            values = [i.as_python_constant() for i in self.items]
-        order = sorted(range(len(values)), key=values.__getitem__,
-                       reverse=bool(reverse.as_python_constant()) if reverse else False)
+            keys = list(self.items)
+        if not all(k.is_python_constant() for k in keys):
+            unimplemented("sorting by values that are not constants (tensors compare by value)",
+                          "sort indices or constants, or use torch.sort / torch.argsort")
+        values = [k.as_python_constant() for k in keys]
+        try:  # a stable sort of the positions, as list.sort is (reverse=True keeps equal items in order too)
+            order = sorted(range(len(values)), key=values.__getitem__,
+                           reverse=bool(reverse.as_python_constant()) if reverse else False)
+        except TypeError as e:  # '<' not supported between instances of 'str' and 'int'
+            raise_as_observed(e, f"list.sort: {e}")
         self.items[:] = [self.items[k] for k in order]
         return ConstantVariable(None)
 

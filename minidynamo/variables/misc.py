@@ -61,6 +61,18 @@ class ExceptionVariable(VariableTracker):
             return TupleVariable(list(self.args))
         return super().var_getattr(tx, name)
 
+    def printable(self) -> BaseException | None:
+        """The exception rebuilt from its constant args, for ``str(e)``, ``repr(e)`` and ``f"{e}"`` while tracing;
+        None when an arg is not a constant or the class prints through user code (its own ``__str__``)."""
+        from .constant import is_constant_value
+        prints_natively = all(k.__module__ == "builtins" or not {"__str__", "__repr__", "__format__"} & set(vars(k))
+                              for k in self.exc_type.__mro__)
+        if not (prints_natively and plain_exception_class(self.exc_type)):
+            return None
+        if not all(a.is_python_constant() and is_constant_value(a.as_python_constant()) for a in self.args):
+            return None
+        return self.exc_type(*[a.as_python_constant() for a in self.args])
+
     def reconstruct(self, codegen):
         codegen.load_const_object(self.exc_type, push_null=True)
         for a in self.args:

@@ -165,10 +165,12 @@ class UserDefinedClassVariable(VariableTracker):
             if args:
                 d._m_update(tx, args[0])
             return d
-        if cls is collections.defaultdict:
+        if cls is collections.defaultdict:  # defaultdict(factory, data, **more)
             from .dicts import DictVariable
             d = DictVariable({}, user_cls=cls)
             d.default_factory = args[0] if args else None
+            if len(args) > 1 or kwargs:
+                d._m_update(tx, *args[1:], **kwargs)
             return d
         from .builtin import ITERTOOLS_HANDLERS
         if cls in ITERTOOLS_HANDLERS:

@@ -1,0 +1,288 @@
+"""Differential fuzzing, round 4: each program that gave a wrong answer or an internal error, pinned.
+
+Every test runs a small program eagerly and compiled (on deep copies of the same inputs), compares the results --
+values, dtypes, exceptions' types and args -- and the inputs afterwards (a mutation must reach the caller's list,
+dict or set), then counts graphs, graph breaks and eager fallbacks.  Budget: ~3 s.
+"""
+import collections
+import copy
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    minidynamo.reset()
+    yield
+    minidynamo.reset()
+
+
+def _outcome(fn, args):
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - the exception is the result being compared
+        return type(e), e.args
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
+    if isinstance(a, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _check(fn, *args, graphs=1, breaks=0, calls=1):
+    """``fn(*args)`` compiled gives what it gives eagerly and leaves its arguments as eager does, in ``graphs``
+    graphs with ``breaks`` graph breaks and no eager fallback."""
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    for _ in range(calls):
+        eager_args, compiled_args = copy.deepcopy(args), copy.deepcopy(args)
+        expected = _outcome(fn, eager_args)
+        got = _outcome(compiled, compiled_args)
+        assert _same(got, expected), (got, expected)
+        assert _same(compiled_args, eager_args), (compiled_args, eager_args)
+    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
+    assert sum(minidynamo.counters["graph_break"].values()) == breaks, minidynamo.counters["graph_break"]
+    assert cnt.frame_count == graphs
+    return expected
+
+
+X = torch.arange(3.0)
+
+
+# --- a. mutating methods of sets, dicts and lists change the object itself ------------------------------------------
+
+def test_set_pop_shrinks_the_set_itself():
+    def fn(x):
+        s = {3, 4}
+        v = s.pop()
+        return x + len(s), v, s
+    assert _check(fn, X)[1] == 3
+
+
+def test_set_mutators_on_an_argument_reach_the_caller():
+    def fn(x, s):
+        v = s.pop()
+        s.add(10)
+        s.update([11, 12], {13})
+        s.difference_update({12})
+        s.intersection_update({10, 11, 13, 1, 2, 3})
+        s.symmetric_difference_update({1, 99})
+        return x * len(s), v
+    _check(fn, X, {1, 2, 3})
+
+
+def test_set_inplace_operators_keep_the_same_set():
+    def fn(x, s):
+        alias = s
+        s |= {7}
+        s -= {1}
+        s &= {2, 3, 7}
+        s ^= {8}
+        return x + len(alias), alias is s
+    assert _check(fn, X, {1, 2})[1] is True
+
+
+def test_frozenset_inplace_operator_makes_a_new_frozenset():
+    def fn(x):
+        fs = frozenset({1, 2})
+        g = fs
+        fs |= {3}
+        return x + 1, fs, g, fs is g
+    assert _check(fn, X)[3] is False
+
+
+def test_set_pop_of_an_empty_set_raises_key_error():
+    def fn(x):
+        s = {1}
+        s.clear()
+        try:
+            s.pop()
+        except KeyError as e:
+            return x + 1, e.args
+        return x
+    _check(fn, X)
+
+
+def test_container_mutations_around_a_graph_break():
+    def fn(x, s, d, xs):
+        local = {1, 2, 3}
+        local.pop()
+        s.add(5)
+        d["n"] = 1
+        xs.append(10)
+        if x.sum() > 0:  # a data-dependent branch: the graph breaks here
+            x = x + 1
+        local.add(9)
+        local |= {10}
+        s.discard(1)
+        d.clear()
+        xs *= 2
+        xs.sort(reverse=True)
+        return x, local, len(s)
+    _check(fn, X, {1, 2}, {"a": 1}, [1, 2], graphs=2, breaks=1)
+
+
+def test_dict_mutators_on_an_argument():
+    def fn(x, d):
+        k = d.popitem()
+        d.setdefault("z", 5)
+        d.setdefault("z", 6)
+        d.update(y=1)
+        d.update([("w", 2)])
+        alias = d
+        d |= {"b": 2}
+        d |= [("c", 3)]
+        return x + len(d), k, d.pop("y"), d.pop("nope", -1), alias is d
+    _check(fn, X, {"a": 1, "b": 2})
+
+
+def test_list_inplace_repeat_keeps_the_same_list():
+    def fn(x, xs):
+        alias = xs
+        xs *= 2
+        xs += (8,)
+        local = [x]
+        other = local
+        local *= 3
+        return alias is xs, len(alias), other, x + 1
+    _check(fn, X, [1, 2])
+
+
+def test_list_sort_of_mixed_types_raises_type_error():
+    def fn(x):
+        try:
+            [1, "a"].sort()
+        except TypeError as e:
+            return x + 1, e.args
+        return x
+    _check(fn, X)
+
+
+def test_list_sort_by_tensor_keys_breaks_instead_of_failing():
+    def fn(x, xs):
+        xs.sort(key=lambda t: t.sum())
+        return xs
+    _check(fn, X, [torch.ones(2), torch.zeros(2)], graphs=0, breaks=1)
+
+
+def test_defaultdict_keeps_its_data_and_its_factory_through_copy():
+    def fn(x):
+        d = collections.defaultdict(list, {"a": [1]})
+        d["b"].append(2)
+        e = collections.defaultdict(int)
+        e["a"] += 1
+        f = e.copy()
+        f["b"] += 2
+        return x + 1, dict(d), sorted(f.items()), type(f).__name__
+    _check(fn, X)
+
+
+# --- b. a builtin or method called with arguments it does not take raises CPython's TypeError ----------------------
+
+def test_builtin_with_too_many_arguments_raises_cpythons_type_error():
+    def fn(x):
+        try:
+            return len([1], [2])
+        except TypeError as e:
+            return x + 1, e.args
+    assert _check(fn, X)[1] == ("len() takes exactly one argument (2 given)",)
+
+
+def test_methods_with_wrong_arguments_raise_cpythons_type_error():
+    def fn(x):
+        out = []
+        for op in (lambda: [].append(1, 2), lambda: {}.get(), lambda: len(), lambda: sorted([2, 1], None)):
+            try:
+                op()
+            except TypeError as e:
+                out.append(e.args)
+        return x + 1, out
+    assert len(_check(fn, X)[1]) == 4
+
+
+def test_uncaught_wrong_arguments_run_natively():
+    def fn(x):
+        return x + len([1], [2])
+    cnt = CompileCounter()
+    with pytest.raises(TypeError, match="exactly one argument"):
+        minidynamo.minicompile(fn, backend=cnt)(X)
+    assert not [r for r in minidynamo.counters["eager_fallback"] if "internal error" in r]
+
+
+# --- c. str / repr / format of a caught exception ------------------------------------------------------------------
+
+def test_str_repr_and_fstring_of_a_caught_exception():
+    def fn(x):
+        try:
+            raise ValueError("bad", 3)
+        except ValueError as e:
+            return x + 1, str(e), repr(e), f"{e}", f"{e!r:>30}", format(e, "")
+    _check(fn, X)
+
+
+def test_str_of_a_key_error_raised_by_a_dict():
+    def fn(x):
+        try:
+            return {"a": x}["b"]
+        except KeyError as e:
+            return x - 1, str(e), repr(e), ascii(e)
+    assert _check(fn, X)[1] == "'b'"
+
+
+def test_exception_with_its_own_str_is_not_printed_while_tracing():
+    class Loud(Exception):
+        def __str__(self):
+            return "loud"
+
+    def fn(x):
+        try:
+            raise Loud(1)
+        except Loud as e:
+            return x, str(e)
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == "loud"
+
+
+def test_fstring_format_error_is_cpythons():
+    def fn(x):
+        try:
+            return f"{'a':d}"
+        except ValueError as e:
+            return x + 1, e.args
+    _check(fn, X)
+
+
+# --- d. a tensor compared with a string or None in list.index / count / in -----------------------------------------
+
+def test_list_index_count_and_in_compare_a_tensor_with_a_string_as_false():
+    def fn(x):
+        return ([x, "a"].index("a"), [x, "a", None].count(None), "a" in [x, "a"], "b" in [x], x in ["a", x],
+                [x, (1, 2)].index((1, 2)))
+    assert _check(fn, X, graphs=0) == (1, 1, True, False, True, 1)
+
+
+def test_list_index_of_a_missing_string_next_to_a_tensor_raises_value_error():
+    def fn(x):
+        try:
+            return [x, "a"].index("b")
+        except ValueError as e:
+            return x + 1, e.args
+    _check(fn, X)
+
+
+def test_in_that_must_compare_two_tensors_first_is_refused():
+    def fn(x, y):
+        return x in [y, x]  # eager compares y == x first: ambiguous for 3 elements
+    cnt = CompileCounter()
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        minidynamo.minicompile(fn, backend=cnt)(X, X + 1)
+
