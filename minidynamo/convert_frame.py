@@ -12,7 +12,9 @@ and side effects.  Mirrors ``torch/_dynamo/convert_frame.py``.
 from __future__ import annotations
 
 import dis
+import functools
 import inspect
+import itertools
 import types
 from collections.abc import Callable
 
@@ -100,7 +102,7 @@ def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | N
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
-            not cells_movable(code):
+            not cells_movable(code) or reads_frame_locals(code):
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
     if inside_try_block(code, offset):
@@ -108,6 +110,20 @@ def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if inside_inlined_comprehension(code, offset):
         return False  # see inside_inlined_comprehension
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+@functools.lru_cache(maxsize=4096)
+def reads_frame_locals(code: types.CodeType) -> bool:
+    """Does ``code`` call ``locals()``, or ``vars()``/``dir()`` without an argument?
+
+    Split at a graph break, such a frame would run the call natively in a resume function, whose locals are not the
+    frame's: the live ones only, plus the generated ``___graph_out``.  So it is never split: run eagerly."""
+    instrs = [i for i in bt.decode(code) if i.opname not in ("CACHE", "PRECALL", "PUSH_NULL")]
+    for inst, nxt in itertools.pairwise(instrs):
+        if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and (inst.argval == "locals" or inst.argval in ("vars", "dir")
+                                                            and nxt.opname == "CALL" and nxt.arg == 0):
+            return True
+    return False
 
 
 def handlers_covering(code: types.CodeType, offset: int) -> list[list[str]]:

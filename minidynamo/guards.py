@@ -146,6 +146,8 @@ class Guard:
             return "autocast (enabled, dtype) for cpu, cuda == " + ", ".join(f"({e}, {d})" for e, d in self.expected)
         if self.kind == "BUILTIN_NOT_SHADOWED":
             return f"{self.expected!r} not in G"
+        if self.kind == "HASATTR":
+            return "present" if self.expected else "absent"
         if self.kind in ALIASING_KINDS:
             return "distinct from " + ", ".join(s.name() for s in self.extra)
         if self.kind == "DUPLICATE_INPUT":
@@ -245,6 +247,8 @@ class GuardManager:
             return f"___autocast_state() == {v}"
         if g.kind == "BUILTIN_NOT_SHADOWED":
             return f"{v} not in G"
+        if g.kind == "HASATTR":  # hasattr(L['x'], 'missing') is False
+            return f"hasattr({name_of(g.source.base)}, {g.source.member!r}) is {v}"
         if g.kind == "SHAPE_ENV":  # a relation over sizes and int arguments, e.g. 2 <= L['x'].size()[0]
             return g.expected
         raise AssertionError(g.kind)
@@ -418,6 +422,8 @@ def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
         return f"error {type(err).__name__}: {err}"
     if g.source is None:
         return "the opposite"
+    if g.kind == "HASATTR":
+        return "present" if eval(f"hasattr({g.source.base.name()}, {g.source.member!r})", scope) else "absent"
     try:
         val = eval(g.source.name(), scope)
     except Exception as ex:  # noqa: BLE001

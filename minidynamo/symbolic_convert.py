@@ -33,7 +33,7 @@ import torch
 
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
-from .exc import ObservedException, Unsupported, unimplemented
+from .exc import ObservedException, Unsupported, raise_observed_exception, unimplemented
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (
     BuiltinVariable,
@@ -387,6 +387,13 @@ class InstructionTranslatorBase:
         if hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType):  # (__slots__)
             unimplemented(f"assigning {name!r} runs Python code ({cls.__name__}.{name} is a "
                           f"{type(static).__name__} descriptor)", "assign it outside the compiled function")
+        if not isinstance(static, types.MemberDescriptorType) and not any("__dict__" in vars(k) for k in cls.__mro__):
+            # instances of a class with __slots__ (and no __dict__ slot) take only their slots
+            if static is not None:
+                unimplemented(f"assigning {name!r}, a class attribute of {cls.__name__} whose instances have no "
+                              "__dict__", "Python raises its AttributeError itself")
+            message = f"'{cls.__name__}' object has no attribute '{name}'"
+            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
         self.output.side_effects.store_attr(obj, name, value)
 
     def DELETE_ATTR(self, inst):
@@ -861,7 +868,15 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
 
     def run_inline(self) -> VariableTracker:
         self.return_value = None
-        self.run()
+        try:
+            self.run()
+        except ObservedException as e:
+            if issubclass(e.exc_vt.python_type(), StopIteration):
+                # a StopIteration leaving a function ends whatever iterates over it: `map(f, xs)`, a user
+                # `__next__`, a generator (where it becomes a RuntimeError).  Python decides which.
+                unimplemented(f"StopIteration escapes {self.f_code.co_name} while tracing",
+                              "Python runs the call itself (the StopIteration may end an iteration)")
+            raise
         self.output.current_tx = self.parent
         return self.return_value
 
@@ -891,7 +906,11 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
     def run_inline(self) -> VariableTracker:
         self.yielded: list[VariableTracker] = []
         writes = self.output.side_effects.writes
-        super().run_inline()
+        try:
+            super().run_inline()
+        except ObservedException as e:  # a real generator raises it later, only when the item is asked for
+            unimplemented(f"generator {self.f_code.co_name} raises {e.exc_vt.python_type().__name__} "
+                          "(Python runs it lazily)", "the generator runs in Python")
         if self.output.side_effects.writes != writes:
             unimplemented(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
                           "build a list first, or move the side effects out of the generator")

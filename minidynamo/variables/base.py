@@ -30,14 +30,6 @@ def handler_signature(func: Callable) -> inspect.Signature:
     return inspect.signature(func)
 
 
-@functools.cache
-def real_signature(fn: Callable) -> inspect.Signature | None:
-    try:
-        return inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a text signature (min, range, type...)
-        return None
-
-
 def binds(sig: inspect.Signature, args: list, kwargs: dict) -> bool:
     try:
         sig.bind(*args, **kwargs)
@@ -46,33 +38,56 @@ def binds(sig: inspect.Signature, args: list, kwargs: dict) -> bool:
         return False
 
 
-def handler_takes(handler: Callable, real: Callable, args: list, kwargs: dict, what: str) -> bool:
-    """Can ``handler``, which emulates ``real`` (a builtin, a list or dict method), take these arguments?
+def handler_takes(handler: Callable, args: list, kwargs: dict) -> bool:
+    """Can ``handler``, which emulates a builtin or a list/dict method, take these arguments?
 
     [Note: arguments a handler cannot take]  A handler's parameters mirror its builtin's (``call_len(tx, obj)``), so
     ``len([1], [2])`` would make the handler itself raise a TypeError: an internal error.  So its signature is
-    bound first.  When that fails we ask the real callable's: if it does not bind either, CPython raises its own
-    TypeError while parsing the arguments, so calling ``real`` with placeholders gives its exact words ("len()
-    takes exactly one argument (2 given)"), raised in the traced code (catchable, as eager).  Where the real
-    callable would accept the call (``str(b, "utf-8")``) or has no signature to ask, the answer is False: the
-    caller folds the call over constants, or refuses (a graph break, and Python makes the call).
+    bound first; when it does not bind, the caller makes the real call over constants (``call_real_or_refuse``):
+    CPython raises its own TypeError, in its own words ("len() takes exactly one argument (2 given)"), in the
+    traced code (catchable, as eager) -- or, where the handler is narrower than the real thing (``str(b,
+    "utf-8")``), returns the real answer.  Arguments that are not constants (a tensor) are refused: a graph break,
+    after which Python makes the call.  Placeholders for them would not do: ``sorted(x, foo=1)`` reads ``x``
+    before it looks at the keyword, and would complain about the placeholder instead.
     """
-    if binds(handler_signature(handler.__func__), [None, None, *args], kwargs):  # (self, tx, *args)
-        return True
-    sig = real_signature(real)
-    if sig is not None and not binds(sig, args, kwargs):
+    return binds(handler_signature(handler.__func__), [None, None, *args], kwargs)  # (self, tx, *args)
+
+
+def call_real_or_refuse(real: Callable, args: list, kwargs: dict, what: str) -> NoReturn:
+    """``real(*args, **kwargs)`` over constants, for the TypeError CPython raises (see [Note: arguments a handler
+    cannot take]); ``real`` is bound to a fresh, empty container for a method, so a call that does *not* raise
+    answers nothing about the traced one: refused, like arguments that are not constants."""
+    if all(a.is_python_constant() for a in [*args, *kwargs.values()]):
         try:
-            real(*[object() for _ in args], **{k: object() for k in kwargs})
+            real(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
         except TypeError as e:
             from .constant import raise_as_observed
             raise_as_observed(e, f"{what}: {e}")
-    return False
-
-
-def refuse_arguments(what: str, args: list, kwargs: dict) -> NoReturn:
     unimplemented(f"{what} with arguments {[a.describe() for a in args]}"
                   + (f" and keywords {sorted(kwargs)}" if kwargs else ""),
                   "this form of the call is not traced: the frame breaks here and Python makes the call")
+
+
+def builtin_container_attribute(obj: VariableTracker, tx, name: str) -> VariableTracker:
+    """``obj.name`` on a list, tuple, dict, set or dict view: a method (bound now, called later), ``__class__``,
+    or the AttributeError CPython raises for a name the type lacks (``[].nope``; ``[].mro`` too: a class's
+    metaclass attributes are not its instances')."""
+    cls = obj.python_type()
+    if name == "__class__":
+        from .user_defined import UserDefinedClassVariable
+        return UserDefinedClassVariable(cls)
+    found = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+    if found is None:
+        from ..exc import raise_observed_exception
+        from .constant import ConstantVariable
+        message = f"'{cls.__name__}' object has no attribute '{name}'"
+        raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
+    if callable(found):
+        return BoundMethodVariable(obj, name)
+    if obj.is_python_constant():  # range(3).start, a constant tuple's __doc__
+        from .builder import wrap_constant_result
+        return wrap_constant_result(getattr(obj.as_python_constant(), name))
+    unimplemented(f"attribute {name!r} of a {cls.__name__}", "read it outside the compiled function")
 
 
 class VariableTracker:

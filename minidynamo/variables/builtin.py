@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from ..exc import unimplemented
-from .base import NotConstant, VariableTracker, handler_takes
+from ..exc import raise_observed_exception, unimplemented
+from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
 from .dicts import DictIteratorVariable, DictVariable, DictViewVariable, SetVariable, const_key
 from .lists import (
@@ -41,7 +41,8 @@ from .tensor import TensorVariable, call_graph_op
 
 UNTRACEABLE = {print: "`print` writes to stdout (a side effect the graph cannot hold)",
                input: "`input` reads from stdin", open: "`open` touches files", id: "`id` of a traced value",
-               breakpoint: "`breakpoint`", exec: "`exec`", eval: "`eval`"}
+               breakpoint: "`breakpoint`", exec: "`exec`", eval: "`eval`",
+               locals: "`locals()` reads the frame", globals: "`globals()` reads the frame"}
 
 
 def identity_value(v: VariableTracker) -> Any:
@@ -283,7 +284,7 @@ class BuiltinVariable(VariableTracker):
             unimplemented(UNTRACEABLE[fn], "move it outside the compiled function, or accept a graph break")
         name = getattr(fn, "__name__", "")
         handler = getattr(self, f"call_{name}", None) if getattr(builtins, name, None) is fn else None
-        if handler is not None and handler_takes(handler, fn, args, kwargs, f"builtin {name}()"):
+        if handler is not None and handler_takes(handler, args, kwargs):  # else folded, or refused, below
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
@@ -319,6 +320,8 @@ class BuiltinVariable(VariableTracker):
         return obj.call_method(tx, "__len__", [], {})
 
     def call_isinstance(self, tx, obj, classes):
+        if not classes.is_python_constant():
+            unimplemented(f"isinstance with classes {classes.describe()}")
         cls = classes.as_python_constant()
         try:
             t = obj.python_type()
@@ -327,7 +330,11 @@ class BuiltinVariable(VariableTracker):
         if isinstance(obj, TensorVariable) and t is not None:
             import torch
             t = type(obj.example_value) if not isinstance(obj.example_value, torch._subclasses.FakeTensor) else t
-        return ConstantVariable(issubclass(t, cls) if isinstance(cls, type) else any(issubclass(t, c) for c in cls))
+        try:  # a class, a (nested) tuple of them or a union: issubclass takes each, in isinstance's order
+            return ConstantVariable(issubclass(t, cls))
+        except TypeError:  # isinstance(x, [int]): CPython's words for isinstance (the same on 3.11 and 3.12)
+            message = "isinstance() arg 2 must be a type, a tuple of types, or a union"
+            raise_observed_exception(TypeError, [ConstantVariable(message)], message)
 
     def call_type(self, tx, obj):
         from .user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
@@ -401,6 +408,8 @@ class BuiltinVariable(VariableTracker):
         return total
 
     def _minmax(self, tx, args, pick):
+        if all(a.is_python_constant() for a in args):  # max(), max(5), max([]) raise CPython's own errors
+            return fold(tx, pick, [a.as_python_constant() for a in args], {})
         items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
         if any(isinstance(i, SymNodeVariable) for i in items) and all(is_numeric(i) for i in items):
             if len({i.python_type() for i in items}) > 1:
@@ -408,7 +417,7 @@ class BuiltinVariable(VariableTracker):
             sym_pick = torch.sym_min if pick is min else torch.sym_max
             return functools.reduce(lambda x, y: call_graph_op(tx, "call_function", sym_pick, [x, y], {}), items)
         if all(i.is_python_constant() for i in items):
-            return ConstantVariable(pick(i.as_python_constant() for i in items))
+            return fold(tx, pick, [[i.as_python_constant() for i in items]], {})
         unimplemented(f"{pick.__name__}() over tensors compares values", f"use torch.{pick.__name__}imum or torch.{pick.__name__}")
 
     @staticmethod
@@ -459,46 +468,61 @@ class BuiltinVariable(VariableTracker):
 
     call_int = call_float = call_complex = _numeric
 
-    def call_getattr(self, tx, obj, name, default=None):
+    def attribute_name(self, tx, name: VariableTracker) -> str:
+        """The name given to getattr/hasattr/setattr/delattr: a constant str, or the TypeError CPython raises."""
+        if not name.is_python_constant():
+            unimplemented(f"{self.describe()}() with the attribute name {name.describe()}",
+                          "use a constant string as the attribute name")
         n = name.as_python_constant()
+        if not isinstance(n, str):  # "attribute name must be string, not 'list'", checked before anything else
+            fold(tx, self.fn, [object(), n] + [None] * (self.fn is setattr), {})
+        return n
+
+    def call_getattr(self, tx, obj, name, default=None):
+        n = self.attribute_name(tx, name)
         if default is None:
             return obj.var_getattr(tx, n)
-        if attribute_runs_user_code(obj, n):
-            return getattr_or_attribute_error(tx, obj, n, default)
-        try:
-            return obj.var_getattr(tx, n)
-        except Exception:  # noqa: BLE001 - getattr with a default swallows AttributeError
-            return default
+        return getattr_or_attribute_error(tx, obj, n, default)
 
     def call_hasattr(self, tx, obj, name):
-        n = name.as_python_constant()
+        n = self.attribute_name(tx, name)
         if attribute_runs_user_code(obj, n):
             found = getattr_or_attribute_error(tx, obj, n, None)
             return ConstantVariable(found is not None)
         return obj_hasattr(tx, obj, n)
 
     def call_setattr(self, tx, obj, name, value):
-        tx.store_attr(obj, name.as_python_constant(), value)
+        tx.store_attr(obj, self.attribute_name(tx, name), value)
         return ConstantVariable(None)
 
     def call_vars(self, tx, obj=None):
         from .user_defined import UserDefinedObjectVariable
+        if obj is None:
+            unimplemented("vars() without an argument reads the frame's locals", "pass the object to vars()")
         if isinstance(obj, UserDefinedObjectVariable) and not obj.built_here and not obj.is_constant:
             return obj.var_getattr(tx, "__dict__")
         return None
 
     def call_delattr(self, tx, obj, name):
-        tx.delete_attr(obj, name.as_python_constant())
+        tx.delete_attr(obj, self.attribute_name(tx, name))
         return ConstantVariable(None)
+
+    def call_dir(self, tx, obj=None):
+        if obj is None:
+            unimplemented("dir() without an argument reads the frame's locals", "pass the object to dir()")
 
     def call_callable(self, tx, obj):
         from .functions import BaseUserFunctionVariable
         from .nn_module import NNModuleVariable
         from .torch import TorchVariable
-        if isinstance(obj, (BaseUserFunctionVariable, BuiltinVariable, TorchVariable, NNModuleVariable)):
+        if isinstance(obj, (BaseUserFunctionVariable, BuiltinVariable, TorchVariable, NNModuleVariable,
+                            BoundMethodVariable)):
             return ConstantVariable(True)
         if obj.is_python_constant():
             return ConstantVariable(callable(obj.as_python_constant()))
+        from .user_defined import UserDefinedObjectVariable
+        if isinstance(obj, (TensorVariable, UserDefinedObjectVariable)):  # callable when its class defines __call__
+            return ConstantVariable(any("__call__" in vars(k) for k in obj.python_type().__mro__))
         return ConstantVariable(callable(getattr(obj, "value", None)))
 
     def call_super(self, tx, *args):
@@ -539,7 +563,8 @@ def attribute_runs_user_code(obj: VariableTracker, name: str) -> bool:
     or raises ``KeyError`` into the default, and ``hasattr`` on the real object ran the property once, while
     tracing, instead of on every call.  When user code answers, it is traced like any other call: an
     ``AttributeError`` it raises gives the default, and everything else (a graph break, another exception)
-    propagates as it would without the default.
+    propagates as it would without the default.  The same holds for every tracker: the translator refusing to read
+    an attribute that exists (``fn.__defaults__``, ``t._base``) is a graph break, never the default.
     """
     from .nn_module import NNModuleVariable
     from .user_defined import UserDefinedObjectVariable
@@ -573,7 +598,7 @@ def obj_hasattr(tx, obj, name: str) -> VariableTracker:
     if obj.is_python_constant():
         return ConstantVariable(hasattr(obj.as_python_constant(), name))
     if isinstance(obj, TensorVariable):
-        return ConstantVariable(hasattr(obj.example_value, name))
+        return ConstantVariable(obj.has_attribute(tx, name))
     unimplemented(f"hasattr on {obj.describe()}")
 
 

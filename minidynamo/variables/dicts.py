@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections import OrderedDict, defaultdict
 
 from ..exc import raise_observed_exception, unimplemented
-from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes, refuse_arguments
+from .base import (
+    NotConstant,
+    VariableTracker,
+    builtin_container_attribute,
+    call_real_or_refuse,
+    handler_takes,
+)
 from .constant import ConstantVariable, fold
 from .lists import ListIteratorVariable, ListVariable, TupleVariable
 
@@ -50,15 +56,15 @@ class DictVariable(VariableTracker):
         return [ConstantVariable(k) for k in self.items]
 
     def var_getattr(self, tx, name):
-        return BoundMethodVariable(self, name)
+        return builtin_container_attribute(self, tx, name)
 
     def call_method(self, tx, name, args, kwargs):
         real = getattr(self.user_cls(), name, None)
         handler = getattr(self, f"_m_{name.strip('_')}", None) if real is not None else None
         if handler is None:
             unimplemented(f"dict method {name!r}")
-        if not handler_takes(handler, real, args, kwargs, f"{self.user_cls.__name__}.{name}()"):
-            refuse_arguments(f"{self.user_cls.__name__}.{name}()", args, kwargs)
+        if not handler_takes(handler, args, kwargs):
+            call_real_or_refuse(real, args, kwargs, f"{self.user_cls.__name__}.{name}()")
         if name in ("__setitem__", "__delitem__", "pop", "popitem", "clear", "update", "setdefault"):
             tx.output.side_effects.mutate(self)
         return handler(tx, *args, **kwargs)
@@ -195,7 +201,7 @@ class DictViewVariable(VariableTracker):
         return self.view_items()
 
     def var_getattr(self, tx, name):
-        return BoundMethodVariable(self, name)
+        return builtin_container_attribute(self, tx, name)
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__len__":
@@ -302,7 +308,7 @@ class SetVariable(VariableTracker):
         return [ConstantVariable(v) for v in self.values]
 
     def var_getattr(self, tx, name):
-        return BoundMethodVariable(self, name)
+        return builtin_container_attribute(self, tx, name)
 
     def call_method(self, tx, name, args, kwargs):
         if name in SET_MUTATORS and self.user_cls is set:

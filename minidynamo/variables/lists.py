@@ -13,7 +13,13 @@ from typing import NoReturn
 import torch
 
 from ..exc import raise_observed_exception, unimplemented
-from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes, refuse_arguments
+from .base import (
+    NotConstant,
+    VariableTracker,
+    builtin_container_attribute,
+    call_real_or_refuse,
+    handler_takes,
+)
 from .constant import ConstantVariable, fold, raise_as_observed
 
 
@@ -46,7 +52,7 @@ class BaseListVariable(VariableTracker):
         return len(self.items) > 0
 
     def var_getattr(self, tx, name):
-        return BoundMethodVariable(self, name)
+        return builtin_container_attribute(self, tx, name)
 
     def getitem(self, tx, index: VariableTracker) -> VariableTracker:
         try:
@@ -146,8 +152,8 @@ class ListVariable(BaseListVariable):
                 return ListVariable(self.items)
             return super().call_method(tx, name, args, kwargs)
         handler = getattr(self, f"_m_{name.strip('_')}")
-        if not handler_takes(handler, getattr([], name), args, kwargs, f"list.{name}()"):
-            refuse_arguments(f"list.{name}()", args, kwargs)
+        if not handler_takes(handler, args, kwargs):
+            call_real_or_refuse(getattr([], name), args, kwargs, f"list.{name}()")
         tx.output.side_effects.mutate(self)
         return handler(tx, *args, **kwargs)
 

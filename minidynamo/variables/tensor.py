@@ -96,7 +96,24 @@ class TensorVariable(VariableTracker):
             return UserDefinedClassVariable(self.python_type())
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
+        if not self.has_attribute(tx, name):  # getattr(x, "missing", default) gives the default, as eager
+            from ..exc import raise_observed_exception
+            message = f"'{self.python_type().__name__}' object has no attribute '{name}'"
+            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
         unimplemented(f"tensor attribute {name!r}", "read it outside the compiled function")
+
+    def has_attribute(self, tx, name: str) -> bool:
+        """Does the tensor have attribute ``name``: from its class, or in an input's own ``__dict__``?  A tensor the
+        graph made has none of its own; an input's absence is guarded (HASATTR), as another call's tensor may
+        carry one."""
+        if any(name in vars(k) for k in self.python_type().__mro__):
+            return True
+        if self.source is None:
+            return False
+        from ..source import AttrSource
+        present = hasattr(tx.eval_source(self.source), name)
+        tx.output.add_guard("HASATTR", AttrSource(self.source, name), present)
+        return present
 
     # --- methods ------------------------------------------------------------------------------------------
     def call_method(self, tx, name, args, kwargs):

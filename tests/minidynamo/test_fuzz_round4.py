@@ -286,3 +286,150 @@ def test_in_that_must_compare_two_tensors_first_is_refused():
     with pytest.raises(RuntimeError, match="ambiguous"):
         minidynamo.minicompile(fn, backend=cnt)(X, X + 1)
 
+
+# --- round 4 of the fuzzer: wrong answers found -------------------------------------------------------------------
+
+def _raises_stop_at_one(v):
+    if v == 1:
+        raise StopIteration
+    return v
+
+
+def test_stop_iteration_from_a_mapped_function_ends_the_map():
+    def fn(x):
+        try:
+            return x + 1, list(map(_raises_stop_at_one, range(3)))  # eager: [0]
+        except StopIteration:
+            return "caught"
+    cnt = CompileCounter()
+    got = minidynamo.minicompile(fn, backend=cnt)(X)
+    assert got[1] == [0]
+
+
+def test_stop_iteration_inside_a_generator_expression_becomes_runtime_error():
+    def fn(x):
+        try:
+            return x, list(_raises_stop_at_one(v) for v in range(3))  # noqa: C400 - the generator is the point
+        except StopIteration:
+            return "caught"
+        except RuntimeError as e:
+            return str(e)
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X) == "generator raised StopIteration"
+
+
+def test_a_generator_that_raises_is_not_run_up_front():
+    def fn(x):
+        try:
+            g = (v // 0 for v in [1])  # eager: nothing raised until the generator is asked for an item
+        except ZeroDivisionError:
+            return "caught"
+        return x + 1 if g is not None else x
+    cnt = CompileCounter()
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X), X + 1)
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a):
+        self.a = a
+
+
+def test_assigning_an_attribute_that_is_not_a_slot_raises_attribute_error():
+    def fn(x):
+        s = _Slotted(x)
+        s.b = x * 2
+        try:
+            s.c = 1
+            flag = False
+        except AttributeError as e:
+            flag = e.args
+        return s.a + s.b, flag
+    assert _check(fn, X)[1] == ("'_Slotted' object has no attribute 'c'",)
+
+
+def test_assigning_a_missing_slot_on_an_argument_raises_instead_of_failing_after_the_graph():
+    def fn(x, s):
+        try:
+            s.c = 1
+            return x
+        except AttributeError:
+            return x + 1
+    cnt = CompileCounter()
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, _Slotted(1)), X + 1)
+
+
+class _CallMe:
+    def __init__(self, k=2):
+        self.k = k
+
+    def __call__(self, x):
+        return x * self.k
+
+
+def test_callable_of_a_user_object_with_dunder_call():
+    def fn(x):
+        c = _CallMe()
+        return c(x), callable(c), callable(x), callable(_CallMe)
+    assert _check(fn, X)[1:] == (True, False, True)
+
+
+def _g(a, b=3):
+    return a
+
+
+def test_getattr_with_a_default_does_not_swallow_a_refusal():
+    def fn(x):  # the translator does not read a function's __defaults__: a graph break, not the default
+        return x + 1, getattr(_g, "__defaults__", "dflt"), getattr(_g, "nope", "dflt")
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X)[1:] == ((3,), "dflt")
+
+
+def test_getattr_of_a_missing_tensor_attribute_gives_the_default_and_is_guarded():
+    def fn(x):
+        return x + 1, getattr(x, "missing", 5), hasattr(x, "missing"), getattr(x * 2, "missing", 6)
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    assert compiled(X)[1:] == (5, False, 6)
+    tagged = torch.arange(3.0)
+    tagged.missing = 7  # another call's tensor carries the attribute: the HASATTR guard fails, a recompile
+    assert compiled(tagged)[1:] == (7, True, 6)
+    assert compiled(X)[1:] == (5, False, 6)
+
+
+def test_attributes_of_builtin_containers():
+    def fn(x):
+        d, xs = {"a": 1}, [x]
+        out = []
+        for obj in ([1], d, (1,), {1}, range(3)):
+            try:
+                obj.nope  # noqa: B018 - the AttributeError is the point
+            except AttributeError as e:
+                out.append(e.args)
+        return (x + 1, d.__class__ is dict, xs.__class__ is list, getattr(d, "nope", 0), callable(d.keys),
+                range(2, 9).start, out)
+    _check(fn, X)
+
+
+def test_attribute_names_and_classes_that_are_not_what_the_builtin_takes():
+    def fn(x):
+        out = []
+        for op in (lambda: getattr(x, [1]), lambda: getattr(1, 2, 3), lambda: hasattr(x, 2), lambda: setattr(x, 2, 3),
+                   lambda: isinstance(x, [3]), lambda: isinstance(1, (str, [3])), lambda: max(), lambda: min([])):
+            try:
+                op()
+            except (TypeError, ValueError) as e:
+                out.append(e.args)
+        return x + 1, out, isinstance(1, (int, [3])), isinstance(1, int | str)
+    assert len(_check(fn, X)[1]) == 8
+
+
+def test_locals_after_a_graph_break_runs_the_frame_eagerly():
+    def fn(x):
+        a = 1
+        y = x + a
+        print("break")
+        return y, sorted(locals()), sorted(vars()), "a" in dir()
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == ["a", "x", "y"]
