@@ -374,6 +374,9 @@ class BuiltinVariable(VariableTracker):
         return ZipVariable([get_iterator(tx, it) for it in iterables])
 
     def call_map(self, tx, fn, *iterables):
+        if not iterables:
+            message = "map() must have at least two arguments."
+            raise_observed_exception(TypeError, [ConstantVariable(message)], message)
         return MapVariable(fn, [get_iterator(tx, it) for it in iterables])
 
     def call_filter(self, tx, fn, iterable):

@@ -439,7 +439,10 @@ class LazyIteratorVariable(ListIteratorVariable):
         return rest
 
     def next_group(self, tx) -> list[VariableTracker] | None:
-        """One item from each iterator, in order; None as soon as one is exhausted (as CPython's zip/map)."""
+        """One item from each iterator, in order; None as soon as one is exhausted (as CPython's zip/map), or at
+        once when there is none (``zip()`` is empty, not endless)."""
+        if not self.iterators:
+            return None
         group = []
         for it in self.iterators:
             item = it.next_variable(tx)

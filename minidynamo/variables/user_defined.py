@@ -147,15 +147,26 @@ class UserDefinedClassVariable(VariableTracker):
                           "assign it through the class's global name, outside the compiled function")
         tx.output.side_effects.store_attr(self, name, value)
 
+    def make_named_tuple(self, tx, args, kwargs) -> VariableTracker:
+        """``P(1, b=x)``: the arguments bound as the generated ``__new__`` binds them (defaults, keywords); a call
+        it would refuse (``P(1, 2, 3)``) raises CPython's TypeError over constants, or is refused."""
+        from .base import call_real_or_refuse
+        from .lists import NamedTupleVariable
+        cls = self.value
+        if not getattr(cls.__new__, "__module__", "").startswith("namedtuple_"):
+            unimplemented(f"constructing {cls.__name__}, a named tuple with its own __new__")
+        try:
+            bound = inspect.signature(cls).bind(*args, **kwargs)
+        except TypeError:
+            call_real_or_refuse(cls, args, kwargs, f"{cls.__name__}()")
+        bound.apply_defaults()
+        return NamedTupleVariable([v if isinstance(v, VariableTracker) else ConstantVariable(v)
+                                   for v in bound.arguments.values()], cls)
+
     def call_function(self, tx, args, kwargs):
         cls = self.value
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-            from .lists import NamedTupleVariable
-            fields = list(cls._fields)
-            defaults = getattr(cls, "_field_defaults", {})
-            items = list(args) + [kwargs.get(f) for f in fields[len(args):]]
-            items = [i if i is not None else ConstantVariable(defaults[f]) for f, i in zip(fields, items)]
-            return NamedTupleVariable(items, cls)
+            return self.make_named_tuple(tx, args, kwargs)
         if cls is functools.partial:
             from .functions import PartialVariable
             return PartialVariable(args[0], list(args[1:]), dict(kwargs))

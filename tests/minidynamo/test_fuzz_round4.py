@@ -433,3 +433,28 @@ def test_locals_after_a_graph_break_runs_the_frame_eagerly():
         return y, sorted(locals()), sorted(vars()), "a" in dir()
     cnt = CompileCounter()
     assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == ["a", "x", "y"]
+
+
+def test_zip_without_arguments_is_empty_and_map_without_iterables_raises():
+    def fn(x):  # zip() once made an endless iterator while tracing (the process ran out of memory)
+        try:
+            map(len)
+        except TypeError as e:
+            return x + 1, list(zip()), e.args
+    _check(fn, X)
+
+
+_P = collections.namedtuple("_P", "a b", defaults=[3])
+
+
+def test_named_tuple_arguments_bind_as_its_new_does():
+    def fn(x):
+        out = []
+        for op in (lambda: _P(), lambda: _P(1, 2, 3), lambda: _P(1, c=2), lambda: _P(1, a=2)):
+            try:
+                op()
+            except TypeError as e:
+                out.append(e.args)
+        p, q = _P(x), _P(b=x, a=2)
+        return p.a * p.b + q.a, q.b, out
+    assert len(_check(fn, X)[2]) == 4
