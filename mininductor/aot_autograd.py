@@ -491,6 +491,8 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
             compiled, graphs = _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions)
     if (directory := _debug_dir()) is not None:
         graphs.write_debug_files(directory)
+    if meta.mutated_inputs:
+        compiled = eager_if_inputs_alias(compiled, gm)
     if lifted:
         compiled = _prepend(compiled, lifted)
     compiled.aot_graphs = graphs
@@ -529,6 +531,21 @@ def _check_static(example_inputs: list) -> None:
             raise NotImplementedError(
                 f"input {i} is {type(a).__name__}{'' if not isinstance(a, torch.Tensor) else tuple(a.shape)}: "
                 "minicompile's AOTAutograd traces static shapes only. Hint: compile with dynamic=False.")
+
+
+def eager_if_inputs_alias(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """[Note: aliased inputs of a mutating graph]  The graph was traced on fake inputs that share no memory, so
+    its functional form reads ``b`` as it was before ``a.add_(1)`` -- wrong when the caller passes ``a`` and
+    ``a[:]`` (upstream's AOTAutograd regenerates both from a "synthetic base").  Left out here: when two tensor
+    inputs of a graph that mutates an input share storage, ``gm`` itself runs, eagerly, in-place ops in order.
+    (Also applied by compile_fx to inference graphs traced without AOTAutograd: ``mutates_an_input``.)"""
+    def runtime(*args):
+        storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
+        if len(set(storages)) != len(storages):
+            return gm(*args)
+        return compiled(*args)
+
+    return runtime
 
 
 def _prepend(compiled: Callable, lifted: list) -> Callable:

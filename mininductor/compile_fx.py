@@ -177,7 +177,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
     else:
         with metrics.timed("aot"):
             aten_gm, _ = trace_inference(gm, fakes)
-        compiled = _symbolic_compiler(shape_env)(aten_gm, fakes)
+        compiled = _guard_aliased_inputs(_symbolic_compiler(shape_env)(aten_gm, fakes), gm, aten_gm)
     if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
@@ -267,7 +267,16 @@ def _compile_fx(gm, example_inputs):
         metrics.fallback_count += 1
         metrics.fallback_ops.append("whole graph (data-dependent shape)")
         return gm
-    return compile_fx_inner(aten_gm, example_inputs)
+    return _guard_aliased_inputs(compile_fx_inner(aten_gm, example_inputs), gm, aten_gm)
+
+
+def _guard_aliased_inputs(compiled: Callable, gm: torch.fx.GraphModule, aten_gm: torch.fx.GraphModule) -> Callable:
+    """``compiled``, or ``gm`` when inputs share memory and the graph writes one of them ([Note: aliased inputs
+    of a mutating graph] in aot_autograd.py).  A mutated input is a ``copy_`` into a placeholder in ``aten_gm``."""
+    from .aot_autograd import eager_if_inputs_alias
+    mutates = any(n.args[0].op == "placeholder"
+                  for n in aten_gm.graph.find_nodes(op="call_function", target=torch.ops.aten.copy_.default))
+    return eager_if_inputs_alias(compiled, gm) if mutates else compiled
 
 
 def _aot_module():

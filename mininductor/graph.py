@@ -240,9 +240,27 @@ class GraphLowering(torch.fx.Interpreter):
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
         nodes = pytree.tree_leaves(self.current_node.args[0])
-        self.graph_outputs = [self._realize_output(o, _is_view_node(n), _eager_stride(n, self.original_strides.get(n)))
+        self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n),
+                                                   _eager_stride(n, self.original_strides.get(n)))
                               for o, n in zip(outputs, nodes)]
         return self.graph_outputs
+
+    def _fresh_output(self, value, node):
+        """An output that lowered to an input or a constant *itself* (``x.detach()``, ``x.view(x.shape)``,
+        ``torch.tensor(2.5)``'s ``lift_fresh_copy``) is, in eager, a new tensor each call: a view of the input
+        (another object on the same storage), a fresh copy of the constant -- never the constant the compiled
+        graph keeps, which a caller's in-place op on one call's result would change for every later call."""
+        if not isinstance(value, TensorBox) or not isinstance(node, torch.fx.Node) or node.op == "placeholder":
+            return value
+        storage = value.storage()
+        if value.data is not storage or storage is None or not isinstance(storage.data, (ir.InputBuffer,
+                                                                                          ir.ConstantBuffer)):
+            return value
+        if isinstance(storage.data, ir.ConstantBuffer):
+            from .lowering import clone
+            return clone(value)
+        view = ir.as_strided_layout(value)
+        return TensorBox(view) if view is not None else value
 
     def _realize_output(self, value, is_view: bool = False, stride: list[int] | None = None):
         if not isinstance(value, TensorBox):

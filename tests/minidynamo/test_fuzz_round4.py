@@ -458,3 +458,34 @@ def test_named_tuple_arguments_bind_as_its_new_does():
         p, q = _P(x), _P(b=x, a=2)
         return p.a * p.b + q.a, q.b, out
     assert len(_check(fn, X)[2]) == 4
+
+
+# --- through mininductor: what a graph hands back, and inputs that share memory -----------------------------------
+
+def test_a_constant_tensor_output_is_fresh_on_every_call():
+    def fn(x):
+        return torch.tensor(2.5), x + 1
+    compiled = minidynamo.minicompile(fn, backend="inductor")
+    first = compiled(X)[0]
+    first.add_(1)  # the caller's in-place op on one call's result must not reach the next call's
+    assert compiled(X)[0].item() == 2.5
+
+
+def test_an_output_that_is_a_view_or_alias_of_an_input_is_another_tensor_object():
+    def fn(x):
+        return x, x.view(-1), x.detach(), x[:2]
+    out = minidynamo.minicompile(fn, backend="inductor")(X)
+    assert out[0] is X and all(o is not X for o in out[1:])
+    assert all(o.untyped_storage().data_ptr() == X.untyped_storage().data_ptr() for o in out)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_inputs_sharing_memory_with_a_mutated_input(backend):
+    def fn(a, b):
+        a.add_(1)
+        return b * 2
+    compiled = minidynamo.minicompile(fn, backend=backend)
+    for make in (lambda a: (a, a), lambda a: (a, a[:]), lambda a: (a[:3], a[1:])):
+        base, eager_base = torch.zeros(4), torch.zeros(4)
+        assert torch.equal(compiled(*make(base)), fn(*make(eager_base)))
+        assert torch.equal(base, eager_base)
