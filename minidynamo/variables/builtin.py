@@ -77,6 +77,10 @@ def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
         return True
     if tensor_never_equal(a, b):
         return False
+    if any(isinstance(v, SymNodeVariable) for v in (a, b)) and not any(isinstance(v, TensorVariable) for v in (a, b)):
+        if is_numeric(a) and is_numeric(b):  # `n in (4, 5)` with a symbolic size
+            return compare_op(tx, operator.eq, a, b).truth(tx)  # guards the relation it took (s0 == 4)
+        return False  # a symbolic int is never equal to a str, None, a container
     if a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() == b.as_python_constant()
     if user_comparison_owner(a, "__eq__") or user_comparison_owner(b, "__eq__"):

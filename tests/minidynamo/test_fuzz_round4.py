@@ -489,3 +489,13 @@ def test_inputs_sharing_memory_with_a_mutated_input(backend):
         base, eager_base = torch.zeros(4), torch.zeros(4)
         assert torch.equal(compiled(*make(base)), fn(*make(eager_base)))
         assert torch.equal(base, eager_base)
+
+
+def test_a_symbolic_size_in_a_tuple_compares_by_value():
+    def fn(x):
+        n = x.shape[0]
+        return x + 1, n in (4, 5), n in [4.0], [3, 4, 5].index(n) if n in (3, 4, 5) else -1, [n, "a"].count(n)
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter(), dynamic=True)
+    for size in (4, 8, 5):
+        x = torch.arange(float(size))
+        assert _same(compiled(x), fn(x))
