@@ -22,7 +22,14 @@ import torch
 from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes
 from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
-from .dicts import DictIteratorVariable, DictVariable, DictViewVariable, SetVariable, const_key
+from .dicts import (
+    DictIteratorVariable,
+    DictVariable,
+    DictViewVariable,
+    SetIteratorVariable,
+    SetVariable,
+    const_key,
+)
 from .lists import (
     BaseListVariable,
     EnumerateVariable,
@@ -161,6 +168,8 @@ def get_iterator(tx, obj: VariableTracker) -> ListIteratorVariable:
         return DictIteratorVariable(obj)
     if isinstance(obj, DictViewVariable):
         return DictIteratorVariable(obj.dict_vt, obj.kind)
+    if isinstance(obj, SetVariable):
+        return SetIteratorVariable(obj)
     return ListIteratorVariable(obj.unpack_var_sequence(tx))
 
 
@@ -232,6 +241,22 @@ def view_set_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Var
     return SetVariable([ConstantVariable(v) for v in op(as_set(a), as_set(b))])
 
 
+def view_equality(a: VariableTracker, b: VariableTracker) -> bool | None:
+    """``d.keys() == {"a", "b"}``: a keys (or items) view equals any set-like with the same elements, as
+    ``dict_keys.__eq__`` says; None where no view is involved, or a values view (which compares by identity)."""
+    views = [v for v in (a, b) if isinstance(v, DictViewVariable) and v.kind != "values"]
+    if not views:
+        return None
+    def as_set(v):
+        if isinstance(v, DictViewVariable) and v.kind != "values":
+            return v.as_python_set()
+        if isinstance(v, SetVariable) or v.is_python_constant() and isinstance(v.as_python_constant(), frozenset):
+            return set(v.as_python_constant())
+        return None
+    left, right = as_set(a), as_set(b)
+    return None if left is None or right is None else left == right
+
+
 def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_graph_op(tx, "call_function", op, [a, b], {})
@@ -243,6 +268,8 @@ def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Vari
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
     except NotConstant:
         pass
+    if op in (operator.eq, operator.ne) and (result := view_equality(a, b)) is not None:
+        return ConstantVariable(result if op is operator.eq else not result)
     if op in (operator.eq, operator.ne):
         same = identical_or_equal(tx, a, b)
         return ConstantVariable(same if op is operator.eq else not same)

@@ -38,7 +38,10 @@ class DictVariable(VariableTracker):
         return self.user_cls
 
     def as_python_constant(self):
-        return self.user_cls({k: v.as_python_constant() for k, v in self.items.items()})
+        items = {k: v.as_python_constant() for k, v in self.items.items()}
+        if self.user_cls is defaultdict:  # defaultdict(factory, items): its factory is part of its value
+            return defaultdict(self.default_factory.as_python_constant() if self.default_factory else None, items)
+        return self.user_cls(items)
 
     def as_proxy(self):
         return {k: v.as_proxy() for k, v in self.items.items()}
@@ -291,6 +294,7 @@ class SetVariable(VariableTracker):
         super().__init__(**kw)
         self.values = {const_key(i) for i in items}
         self.user_cls = user_cls
+        self.version = 0  # changes with every mutation: a set iterator must notice (SetIteratorVariable)
 
     def python_type(self):
         return self.user_cls
@@ -313,6 +317,7 @@ class SetVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in SET_MUTATORS and self.user_cls is set:
             tx.output.side_effects.mutate(self)
+            self.version += 1
             # ``self.values`` itself does the work -- never a copy of it: ``s.pop()`` must shrink ``s`` -- and
             # raises what the real set raises (KeyError for ``remove`` of a missing item, ``pop`` of an empty set)
             result = fold(tx, getattr(self.values, name), [a.as_python_constant() for a in args],
@@ -332,6 +337,39 @@ class SetVariable(VariableTracker):
         codegen.build(set, len(self.values))
         if self.user_cls is not set:
             codegen.call(1)
+
+
+class SetIteratorVariable(ListIteratorVariable):
+    """``iter(s)`` over a set: its items as they were when the loop began, and CPython's ``RuntimeError`` at the
+    next step once the set's size has changed (``s.add`` in the loop).  A change that keeps the size is refused:
+    which item the real iterator gives next depends on the hash table.  Not rebuilt at a graph break (a snapshot
+    would not see the rest of the loop's changes, and the real set's order need not be ours): the frame runs
+    eagerly."""
+
+    def __init__(self, set_vt: SetVariable, **kw):
+        super().__init__(set_vt.unpack_var_sequence(None), **kw)
+        self.set_vt = set_vt
+        self.size, self.version = len(set_vt.values), set_vt.version
+
+    def python_type(self):
+        return type(iter(set()))
+
+    def next_variable(self, tx) -> VariableTracker | None:
+        if len(self.set_vt.values) != self.size:
+            message = "Set changed size during iteration"
+            raise_observed_exception(RuntimeError, [ConstantVariable(message)], message)
+        if self.set_vt.version != self.version:
+            unimplemented("a set changed (keeping its size) during iteration over it")
+        return super().next_variable(tx)
+
+    def unpack_var_sequence(self, tx):
+        rest = []
+        while (item := self.next_variable(tx)) is not None:
+            rest.append(item)
+        return rest
+
+    def reconstruct(self, codegen):
+        unimplemented("an iterator over a set is alive at a graph break", "iterate over sorted(s) or list(s)")
 
 
 def wrap_list(items) -> ListVariable:

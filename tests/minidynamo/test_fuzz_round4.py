@@ -499,3 +499,24 @@ def test_a_symbolic_size_in_a_tuple_compares_by_value():
     for size in (4, 8, 5):
         x = torch.arange(float(size))
         assert _same(compiled(x), fn(x))
+
+
+def test_a_set_that_changes_size_during_a_loop_over_it_raises_runtime_error():
+    def fn(x):
+        s = {1, 2}
+        try:
+            for v in s:
+                s.add(v + 10)
+        except RuntimeError as e:
+            return x + 1, e.args, len(s)
+        return x
+    _check(fn, X)
+
+
+def test_keys_view_equals_a_set_and_defaultdict_or():
+    def fn(x, d):
+        dd = collections.defaultdict(int, {"z": 1})
+        e = dd | {"b": 2}
+        return (x + 1, d.keys() == {"a", "b"}, d.keys() != {"a"}, d.items() == {("a", 1), ("b", 2)},
+                d.keys() == ["a", "b"], type(e).__name__, e["b"] + e["z"])
+    assert _check(fn, X, {"a": 1, "b": 2})[1:5] == (True, True, True, False)
