@@ -58,7 +58,8 @@ def identity_value(v: VariableTracker) -> Any:
         return v.value
     for attr in ("value", "module", "fn"):
         if hasattr(v, attr) and not isinstance(v, (TensorVariable, BaseListVariable, DictVariable)):
-            return getattr(v, attr)
+            real = getattr(v, attr)
+            return v if real is None else real  # an object built while tracing has no real one: the tracker is it
     return v
 
 

@@ -520,3 +520,25 @@ def test_keys_view_equals_a_set_and_defaultdict_or():
         return (x + 1, d.keys() == {"a", "b"}, d.keys() != {"a"}, d.items() == {("a", 1), ("b", 2)},
                 d.keys() == ["a", "b"], type(e).__name__, e["b"] + e["z"])
     assert _check(fn, X, {"a": 1, "b": 2})[1:5] == (True, True, True, False)
+
+
+class _Plain:
+    def __init__(self, k):
+        self.k = k
+
+
+class _Keyed(_Plain):
+    def __eq__(self, other):
+        return isinstance(other, _Keyed) and self.k == other.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+
+def test_two_objects_built_while_tracing_are_not_the_same_object():
+    def fn(x):  # both had no real object yet, and `None is None` made them identical
+        a, b = _Plain(1), _Plain(2)
+        c, d = _Keyed(1), _Keyed(2)
+        return (x + 1, a is b, a is [a][0], a == b, [a, b].index(b), b in [a], [c, d].index(_Keyed(2)), _Keyed(1) in [c],
+                [c, d].count(_Keyed(3)))
+    assert _check(fn, X)[1:] == (False, True, False, 1, False, 1, True, 0)
