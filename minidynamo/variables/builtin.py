@@ -56,11 +56,27 @@ def identity_value(v: VariableTracker) -> Any:
     """What ``is`` compares: the real object where the tracker wraps one, else the tracker itself."""
     if isinstance(v, ConstantVariable):
         return v.value
+    if is_bound_method(v):  # `obj.m` makes a new bound method object each time: `obj.m is obj.m` is False
+        return v
     for attr in ("value", "module", "fn"):
         if hasattr(v, attr) and not isinstance(v, (TensorVariable, BaseListVariable, DictVariable)):
             real = getattr(v, attr)
             return v if real is None else real  # an object built while tracing has no real one: the tracker is it
     return v
+
+
+def is_bound_method(v: VariableTracker) -> bool:
+    from .functions import UserMethodVariable
+    return isinstance(v, (UserMethodVariable, BoundMethodVariable))
+
+
+def same_bound_method(a: VariableTracker, b: VariableTracker) -> bool:
+    """``obj.m == obj.m``: bound methods are equal when they bind the same object to the same function."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, BoundMethodVariable):
+        return a.name == b.name and identity_value(a.obj) is identity_value(b.obj)
+    return a.fn is b.fn and identity_value(a.obj) is identity_value(b.obj)
 
 
 def tensor_never_equal(a: VariableTracker, b: VariableTracker) -> bool:
@@ -85,6 +101,8 @@ def identical_or_equal(tx, a: VariableTracker, b: VariableTracker) -> bool:
         return True
     if tensor_never_equal(a, b):
         return False
+    if is_bound_method(a) and is_bound_method(b):
+        return same_bound_method(a, b)
     if any(isinstance(v, SymNodeVariable) for v in (a, b)) and not any(isinstance(v, TensorVariable) for v in (a, b)):
         if is_numeric(a) and is_numeric(b):  # `n in (4, 5)` with a symbolic size
             return compare_op(tx, operator.eq, a, b).truth(tx)  # guards the relation it took (s0 == 4)
@@ -265,6 +283,8 @@ def compare_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Vari
         return result
     if (result := user_comparison(tx, op, a, b)) is not None:
         return result
+    if op in (operator.eq, operator.ne) and is_bound_method(a) and is_bound_method(b):  # not their functions
+        return ConstantVariable(same_bound_method(a, b) is (op is operator.eq))
     try:
         return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
     except NotConstant:

@@ -13,7 +13,7 @@ import types
 
 from ..exc import unimplemented
 from ..source import ClosureCellSource, DefaultsSource
-from .base import VariableTracker
+from .base import NotConstant, VariableTracker
 from .constant import ConstantVariable
 from .dicts import DictVariable
 from .lists import TupleVariable
@@ -179,6 +179,9 @@ class UserMethodVariable(UserFunctionVariable):
 
     def bind(self, tx, args, kwargs):
         return super().bind(tx, [self.obj, *args], kwargs)
+
+    def as_python_constant(self):
+        raise NotConstant(repr(self))  # a bound method is not its function: `{k.m: 1}`, `j.m == k.m`
 
     def describe(self):
         return f"method {self.fn.__qualname__}"

@@ -542,3 +542,13 @@ def test_two_objects_built_while_tracing_are_not_the_same_object():
         return (x + 1, a is b, a is [a][0], a == b, [a, b].index(b), b in [a], [c, d].index(_Keyed(2)), _Keyed(1) in [c],
                 [c, d].count(_Keyed(3)))
     assert _check(fn, X)[1:] == (False, True, False, 1, False, 1, True, 0)
+
+
+def test_bound_methods_are_new_objects_that_compare_equal():
+    def fn(x):
+        k = _Plain(1)
+        xs = [1]
+        m = k.__init__
+        return x + 1, k.__init__ is k.__init__, k.__init__ == k.__init__, m is [m][0], xs.append == xs.append, \
+            xs.append is xs.append, _Plain(2).__init__ == k.__init__
+    assert _check(fn, X)[1:] == (False, True, True, True, False, False)
