@@ -458,8 +458,9 @@ class TritonKernel(ReductionCodegenMixin):
         """ATen's ``div_floor_floating``: the quotient of ``a - fmod(a, b)``, which is exact, rounded to the
         nearest integer -- ``floor(a / b)`` rounds ``a / b`` first and is one off near a multiple of ``b``."""
         e = lambda text: self._emit(text, dtype)
-        mod = e(f"{a} % {b}")  # frem: the exact fmod on GPU and in the interpreter
-        div = e(f"({a} - {mod}) / {b}")
+        mod = self.fmod(a, b)  # exact, as ATen's
+        # IEEE division, as eager's (Triton's fp32 ``/`` on the GPU is not correctly rounded); fp64's ``/`` is
+        div = e(f"tl.div_rn({a} - {mod}, {b})" if compute_dtype(dtype) == torch.float32 else f"({a} - {mod}) / {b}")
         div = e(f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})")
         floor = e(f"tl.floor({div})")
         floor = e(f"tl.where({div} - {floor} > 0.5, {floor} + 1, {floor})")
@@ -481,8 +482,14 @@ class TritonKernel(ReductionCodegenMixin):
 
     def fmod(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
-        if dtype.is_floating_point:  # frem (np.fmod when interpreted): exact, as eager's std::fmod
-            return self._emit(f"{a} % {b}", dtype)
+        if dtype.is_floating_point:
+            # Eager's std::fmod is exact. Interpreted, ``%`` is np.fmod (exact). Compiled for an NVIDIA GPU,
+            # Triton's ``%`` on floats computes ``a - trunc(a / b) * b`` (``fmod(-21.0, 0.6)`` gave 0.6, not ~0),
+            # so there we call CUDA's own fmod through libdevice -- the one libdevice call we make, never
+            # interpreted (the interpreter has no libdevice; PITFALLS.md).
+            if self.interpret:
+                return self._emit(f"{a} % {b}", dtype)
+            return self._emit(f"libdevice.fmod({a}, {b})", dtype)
         return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
 
     def atan(self, x: str) -> str:
