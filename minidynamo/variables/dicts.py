@@ -264,10 +264,7 @@ class DictIteratorVariable(ListIteratorVariable):
         return TupleVariable([ConstantVariable(k), items[k]])
 
     def unpack_var_sequence(self, tx):
-        rest = []
-        while (item := self.next_variable(tx)) is not None:
-            rest.append(item)
-        return rest
+        return self.drain(tx)
 
     def reconstruct(self, codegen):
         """The real dict's own iterator, advanced as far: it goes on seeing (and objecting to) the dict's changes."""
@@ -363,10 +360,7 @@ class SetIteratorVariable(ListIteratorVariable):
         return super().next_variable(tx)
 
     def unpack_var_sequence(self, tx):
-        rest = []
-        while (item := self.next_variable(tx)) is not None:
-            rest.append(item)
-        return rest
+        return self.drain(tx)
 
     def reconstruct(self, codegen):
         unimplemented("an iterator over a set is alive at a graph break", "iterate over sorted(s) or list(s)")

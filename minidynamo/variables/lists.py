@@ -374,6 +374,14 @@ class ListIteratorVariable(VariableTracker):
         self.index = len(self.items)
         return rest
 
+    def drain(self, tx) -> list[VariableTracker]:
+        """The items left, one ``next_variable`` at a time: for iterators whose next step does more than index
+        a list (guards, a container that may change, a lazily built item)."""
+        rest = []
+        while (item := self.next_variable(tx)) is not None:
+            rest.append(item)
+        return rest
+
     def reconstruct(self, codegen):
         for item in self.items[self.index:]:
             codegen(item)
@@ -433,10 +441,7 @@ class LazyIteratorVariable(ListIteratorVariable):
         return self.produce(tx)
 
     def unpack_var_sequence(self, tx):
-        rest = []
-        while (item := self.next_variable(tx)) is not None:
-            rest.append(item)
-        return rest
+        return self.drain(tx)
 
     def next_group(self, tx) -> list[VariableTracker] | None:
         """One item from each iterator, in order; None as soon as one is exhausted (as CPython's zip/map), or at
@@ -560,12 +565,7 @@ class TupleIteratorVariable(ListIteratorVariable):
         return VariableBuilder(tx, TupleIteratorGetItemSource(self.source, k))(tuple_iterator_getitem(self.value, k))
 
     def unpack_var_sequence(self, tx):
-        rest = []
-        item = self.next_variable(tx)
-        while item is not None:
-            rest.append(item)
-            item = self.next_variable(tx)
-        return rest
+        return self.drain(tx)
 
     def _guard_len(self, tx, op: str, n: int) -> None:
         """Pin what the trace relied on; a later step of the trace replaces the guard with a stronger one."""
