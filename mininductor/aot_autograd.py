@@ -538,7 +538,7 @@ def eager_if_inputs_alias(compiled: Callable, gm: torch.fx.GraphModule) -> Calla
     its functional form reads ``b`` as it was before ``a.add_(1)`` -- wrong when the caller passes ``a`` and
     ``a[:]`` (upstream's AOTAutograd regenerates both from a "synthetic base").  Left out here: when two tensor
     inputs of a graph that mutates an input share storage, ``gm`` itself runs, eagerly, in-place ops in order.
-    (Also applied by compile_fx to inference graphs traced without AOTAutograd: ``mutates_an_input``.)"""
+    (Also applied by compile_fx to inference graphs traced without AOTAutograd: ``_guard_aliased_inputs``.)"""
     def runtime(*args):
         storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
         if len(set(storages)) != len(storages):

@@ -240,8 +240,7 @@ class GraphLowering(torch.fx.Interpreter):
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
         nodes = pytree.tree_leaves(self.current_node.args[0])
-        self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n),
-                                                   _eager_stride(n, self.original_strides.get(n)))
+        self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n))
                               for o, n in zip(outputs, nodes)]
         return self.graph_outputs
 
@@ -262,13 +261,11 @@ class GraphLowering(torch.fx.Interpreter):
         view = ir.as_strided_layout(value)
         return TensorBox(view) if view is not None else value
 
-    def _realize_output(self, value, is_view: bool = False, stride: list[int] | None = None):
+    def _realize_output(self, value, is_view: bool = False):
+        """An output with eager's permuted strides was realised with them when lowered (``run_node``)."""
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
-        if value.data is storage and stride is not None and isinstance(storage.data, ir.Pointwise):
-            storage.realize(stride)  # [Note: outputs keep eager's strides]
-            return value
         if value.data is storage or storage is None:
             value.realize()
             return value

@@ -106,8 +106,9 @@ def _outer_splits(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype
     waves of an H200's 132 SMs -- and too few loads in flight (82% of copy bandwidth on an H200). Split over row
     blocks it has ``splits`` times more programs: partial sums ``[splits, columns]``, then a small column sum of
     those. Blocks of 2048 rows were the fastest (4 of them for 8192 rows: 75.8 µs, against 77.7 unsplit and
-    77.0-77.2 with 2, 8 or 16 blocks; torch.compile 76.7; docs/benchmarks.md). Inductor splits for the same reason when the outputs are fewer than
-    ``2 * 32 * SMs`` (``Reduction.num_splits``); its threshold needs the SM count, ours is a constant.
+    77.0-77.2 with 2, 8 or 16 blocks; torch.compile 76.7; docs/benchmarks.md). Inductor splits for the same
+    reason when the outputs are fewer than ``2 * 32 * SMs`` (``Reduction.num_splits``); its threshold needs the
+    SM count, ours is a constant.
     """
     if (reduction_type not in _SPLIT_IDENTITY or len(rranges) != 1 or not ranges
             or any(is_symbolic(s) for s in [*ranges, *rranges])):
