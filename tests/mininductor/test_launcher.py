@@ -76,3 +76,32 @@ def test_autotune_keeps_the_default_config_unless_another_is_clearly_faster(monk
                             ({64: 1.000, 32: 0.980, 16: 0.975}, 16)):  # then the fastest wins
         monkeypatch.setattr(runtime, "_bench", lambda fn, times=times: times[fn()])
         assert launcher._autotune(()) == {"XBLOCK": expected}
+
+
+def test_a_looped_reduction_keeps_the_pipeline_depth_that_times_faster(monkeypatch):
+    """[Note: pipeline stages]  After ``_autotune`` picks a config, a looped GPU reduction times it at Triton's
+    default depth and at one stage (interleaved medians) and keeps the faster; one config (a small kernel) or a
+    config that already names its depth is left alone."""
+    import triton.testing
+
+    from mininductor import runtime
+    launcher = object.__new__(runtime.KernelLauncher)
+    launcher.fn, launcher.kind, launcher.interpret = "kernel", "red", False
+    launcher.configs = [{"XBLOCK": 1, "RBLOCK": 2048}, {"XBLOCK": 1, "RBLOCK": 4096}]
+    launched = []
+    launcher._launch = lambda cfg, args: launched.append(cfg)
+    for one_stage_ms, expected in ((0.130, {"XBLOCK": 1, "RBLOCK": 2048, "num_stages": 1}),
+                                   (0.133, {"XBLOCK": 1, "RBLOCK": 2048})):
+        def do_bench(fn, **kw):
+            fn()
+            return one_stage_ms if launched[-1].get("num_stages") == 1 else 0.131
+        monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+        launched.clear()
+        assert launcher._pick_stages({"XBLOCK": 1, "RBLOCK": 2048}, ()) == expected
+        assert len(launched) == 1 + 2 * 3  # one compile, then three interleaved rounds of both
+    launched.clear()
+    assert launcher._pick_stages({"XBLOCK": 1, "RBLOCK": 2048, "num_stages": 2}, ()) == \
+        {"XBLOCK": 1, "RBLOCK": 2048, "num_stages": 2} and not launched
+    launcher.configs = launcher.configs[:1]
+    assert launcher._pick_stages({"XBLOCK": 1, "RBLOCK": 2048}, ()) == {"XBLOCK": 1, "RBLOCK": 2048}
+    assert not launched
