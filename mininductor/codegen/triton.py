@@ -447,24 +447,19 @@ class TritonKernel(ReductionCodegenMixin):
         return self._emit(f"tl.where({cond}, {a}, {b})", _promote(self._dtype(a), self._dtype(b)))
 
     def floordiv(self, a: str, b: str) -> str:
-        dtype = _promote(self._dtype(a), self._dtype(b))
-        if dtype.is_floating_point:
-            return self._float_floordiv(a, b, dtype)
+        dtype = _promote(self._dtype(a), self._dtype(b))  # integers: floats are lowered step by step
+        assert not dtype.is_floating_point, "float floor division is lowering._float_floor_divide's"
         q = self._emit(f"{a} // {b}", dtype)  # C truncation on GPU, floor in the interpreter: fix both up
         return self._emit(f"tl.where((({b} > 0) & ({q} * {b} > {a})) | (({b} < 0) & ({q} * {b} < {a})), "
                           f"{q} - 1, {q})", dtype)
 
-    def _float_floordiv(self, a: str, b: str, dtype: torch.dtype) -> str:
-        """ATen's ``div_floor_floating``: the quotient of ``a - fmod(a, b)``, which is exact, rounded to the
-        nearest integer -- ``floor(a / b)`` rounds ``a / b`` first and is one off near a multiple of ``b``."""
-        e = lambda text: self._emit(text, dtype)
-        mod = self.fmod(a, b)  # exact, as ATen's
-        # IEEE division, as eager's (Triton's fp32 ``/`` on the GPU is not correctly rounded); fp64's ``/`` is
-        div = e(f"tl.div_rn({a} - {mod}, {b})" if compute_dtype(dtype) == torch.float32 else f"({a} - {mod}) / {b}")
-        div = e(f"tl.where(({mod} != 0) & (({b} < 0) != ({mod} < 0)), {div} - 1, {div})")
-        floor = e(f"tl.floor({div})")
-        floor = e(f"tl.where({div} - {floor} > 0.5, {floor} + 1, {floor})")
-        return e(f"tl.where({b} == 0, {a} / {b}, tl.where({div} != 0, {floor}, 0.0 * ({a} / {b})))")
+    def div_rn(self, a: str, b: str) -> str:
+        """IEEE division, rounded to nearest, as eager's ``/``: Triton's fp32 ``/`` on the GPU is an approximate
+        division (within 2 ulp), which is enough for a softmax but not where the quotient is floored.  Its fp64
+        ``/``, and every ``/`` under the interpreter (NumPy's), is already exact."""
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        return self._emit(f"tl.div_rn({a}, {b})" if dtype == torch.float32 and not self.interpret else f"{a} / {b}",
+                          dtype)
 
     def truncdiv(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
