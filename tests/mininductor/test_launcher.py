@@ -92,7 +92,7 @@ def test_a_looped_reduction_keeps_the_pipeline_depth_that_times_faster(monkeypat
     launcher._launch = lambda cfg, args: launched.append(cfg)
     for one_stage_ms, expected in ((0.130, {"XBLOCK": 1, "RBLOCK": 2048, "num_stages": 1}),
                                    (0.133, {"XBLOCK": 1, "RBLOCK": 2048})):
-        def do_bench(fn, **kw):
+        def do_bench(fn, one_stage_ms=one_stage_ms, **kw):
             fn()
             return one_stage_ms if launched[-1].get("num_stages") == 1 else 0.131
         monkeypatch.setattr(triton.testing, "do_bench", do_bench)
