@@ -78,7 +78,9 @@ def kernel_signature(kernel: Any, graph: Any) -> list | None:
         ints = [int(sympy.sympify(n).subs(hints)) if is_symbolic(n) else int(n) for n in sizes]
     except (TypeError, ValueError):  # a symbol without a hint
         return None
-    return [graph.get_buffer(name).get_dtype() for name in kernel.call_args()] + ints
+    scalars = getattr(graph, "zero_dim_cpu_tensors", ())  # passed by value: a sample value of their type
+    return [(0.5 if graph.get_buffer(name).get_dtype().is_floating_point else 2) if name in scalars
+            else graph.get_buffer(name).get_dtype() for name in kernel.call_args()] + ints
 
 
 def precompile(module: Any, signatures: dict[str, list], wait: bool = True,

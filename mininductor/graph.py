@@ -23,6 +23,15 @@ from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
 from .virtualized import V
 
+# [Note: CPU scalars]  Eager lets a 0-dim CPU tensor meet CUDA tensors (``flat_indices == i`` where ``i`` is a
+# tensor): the kernel receives its value, not a pointer.  A compiled CUDA kernel cannot read CPU memory, so such an
+# input is copied to the device at the start of ``call`` -- a host-to-device copy per call (the tutorial MoE passes
+# its loop variable this way, once per expert).  Inductor instead passes its value (``zero_dim_cpu_tensor_list``):
+# the wrapper reads ``x.item()`` (host memory: no sync) and the kernel takes it as a scalar argument.  We do the
+# same for the dtypes a Triton scalar argument holds exactly; the copy stays for other dtypes and for any
+# consumer that is not a kernel (a matmul, a fallback, an output).
+SCALAR_ARG_DTYPES = (torch.int32, torch.int64, torch.float32)
+
 
 def _sym_size(x, dim):
     return x.get_size()[dim]
@@ -132,6 +141,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.graph_input_names: list[str] = []
         self.constants: dict[str, torch.Tensor] = {}
         self.graph_outputs: list = []
+        self.cpu_outputs: set[int] = set()  # indices of outputs eager returns on the CPU (see output())
         self.mutations: list[tuple[str, TensorBox]] = []
         # scatters that store into the input they mutate (reinplace.py): node -> placeholder position, and the
         # name of each such scatter's buffer -> the input's name
@@ -145,6 +155,8 @@ class GraphLowering(torch.fx.Interpreter):
         self.device = cuda[0] if cuda else devices[0] if devices else torch.device("cpu")
         # CPU scalars that meet CUDA tensors (eager allows it): copied to the device at the start of call()
         self.moved_inputs: list[str] = []
+        # the 0-dim ones among them: kernels take their value as a scalar argument (see [Note: CPU scalars])
+        self.zero_dim_cpu_tensors: set[str] = set()
         self._placeholder_index = 0
 
     # -------------------------------------------------------------------------------------- buffers
@@ -191,6 +203,8 @@ class GraphLowering(torch.fx.Interpreter):
         device = example.device
         if device != self.device and example.numel() == 1:
             self.moved_inputs.append(name)
+            if example.dim() == 0 and example.dtype in SCALAR_ARG_DTYPES:
+                self.zero_dim_cpu_tensors.add(name)
             device = self.device
         size, stride = [as_size(s) for s in example.shape], [as_size(s) for s in example.stride()]
         self._record_size_sources(name, size)
@@ -242,6 +256,10 @@ class GraphLowering(torch.fx.Interpreter):
         nodes = pytree.tree_leaves(self.current_node.args[0])
         self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n))
                               for o, n in zip(outputs, nodes)]
+        # an output eager computes on the CPU from CPU scalars alone (``i + 1``): computed here, returned there
+        self.cpu_outputs = {k for k, n in enumerate(nodes)
+                            if self.device.type != "cpu" and isinstance(n, torch.fx.Node)
+                            and isinstance(v := n.meta.get("val"), torch.Tensor) and v.device.type == "cpu"}
         return self.graph_outputs
 
     def _fresh_output(self, value, node):

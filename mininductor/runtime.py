@@ -427,18 +427,26 @@ class DirectLauncher:
         k = self.kernel
         g0, g1, g2 = grid if len(grid) == 3 else (*grid, 1, 1)[:3]
         stream = self.stream_of(self.device)
-        enter, exit_ = self.hooks.launch_enter_hook, self.hooks.launch_exit_hook
+        enter, exit_ = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
         bound = args + self.constexprs
         metadata = k.launch_metadata((g0, g1, g2), stream, *bound) \
             if enter is not None or exit_ is not None else None
         k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
 
 
+def _hook(hook):
+    """A launch hook, or None where there is none to call.  Recent Triton keeps an always-present ``HookChain``
+    that is usually empty; handing it to the launcher would build launch metadata and call the empty chain
+    twice per launch (about a microsecond, on every launch of the MoE's many small kernels)."""
+    return None if hook is None or getattr(hook, "calls", True) == [] else hook
+
+
 def specialization_key(args) -> tuple:
     """What Triton specializes a kernel on, per argument: a pointer's 16-byte alignment; an int's being 1,
-    being divisible by 16, fitting in 32 bits, its sign; anything else by value."""
+    being divisible by 16, fitting in 32 bits, its sign; a float not at all; anything else by value."""
     return tuple(a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
-                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 0) if type(a) is int else a for a in args)
+                 else (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 0) if type(a) is int
+                 else float if type(a) is float else a for a in args)  # a float is always an fp32 argument
 
 
 def _bench(fn, reps: int = 10) -> float:

@@ -297,6 +297,9 @@ class TritonKernel(ReductionCodegenMixin):
             if self.section.kind == "loop" and self.kind == "red":
                 self.section.barrier = True
         dtype = V.graph.get_dtype(name)
+        if name in getattr(V.graph, "zero_dim_cpu_tensors", ()):  # its value: [Note: CPU scalars] in graph.py
+            shape = "[1]" if self.ndim == 1 else "[1, 1]"
+            return self._emit(f"tl.full({shape}, {self._arg(name, 'ks')}, {TL_DTYPE[dtype]})", dtype)
         ptr = self._arg(name, "in_ptr")
         if not sympy.sympify(index).free_symbols:  # one element: a [1] block, like our constants
             text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {'[1]' if self.ndim == 1 else '[1, 1]'})"
@@ -573,16 +576,22 @@ class TritonKernel(ReductionCodegenMixin):
         sig = ", ".join(ptrs + self.size_args() + (["xnumel"] if self.kind == "poi" else ["xnumel", "rnumel"]))
         if self.kind == "tile":
             out = ["# a 2-D tile: rows (x) and columns (r) of the loop, each axis of the grid walks one",
-                   "@triton.jit", f"def {self.name}({sig}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):"]
+                   self._decorator(), f"def {self.name}({sig}, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):"]
             return "\n".join(out + ["    " + line for line in self._header() + self._render_section(
                 self.sections[0], removed)]) + "\n"
         consts = "XBLOCK: tl.constexpr" + (", RBLOCK: tl.constexpr" if self.kind != "poi" else "")
-        out = ["@triton.jit", f"def {self.name}({sig}, {consts}):"]
+        out = [self._decorator(), f"def {self.name}({sig}, {consts}):"]
         body = self._header()
         for section in self.sections:
             body += self._render_section(section, removed)
         out += ["    " + line for line in body]
         return "\n".join(out) + "\n"
+
+    def _decorator(self) -> str:
+        """``@triton.jit``; a CPU scalar's argument (``ks0``...) is not specialized on its value, or each loop
+        index equal to 1 or a multiple of 16 would compile its own variant ([Note: CPU scalars] in graph.py)."""
+        scalars = [arg for arg in self.args.values() if arg.startswith("ks")]
+        return f"@triton.jit(do_not_specialize={scalars!r})" if scalars else "@triton.jit"
 
     def _blocks_divide(self) -> tuple[bool, bool]:
         """Whether every block size the launcher may pick divides ``numel`` (and ``rnumel``): then no program

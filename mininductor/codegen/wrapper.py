@@ -87,6 +87,7 @@ class WrapperCodeGen:
         self.lines: list[str] = []
         self.removed: set[str] = set()
         self.output_names = self._output_refs()
+        graph.zero_dim_cpu_tensors = self._kernel_only_scalars()  # before any kernel is generated
 
     def _output_refs(self) -> list:
         refs = []
@@ -97,6 +98,24 @@ class WrapperCodeGen:
             else:
                 refs.append(out)
         return refs
+
+    def _kernel_only_scalars(self) -> set[str]:
+        """The 0-dim CPU inputs that only kernels read: those are passed by value, the rest are copied to the
+        device ([Note: CPU scalars] in graph.py).  A matmul, a fallback, an output, a mutation or a write needs
+        the tensor itself; so does a CUDA graph (``mode="reduce-overhead"``), which would replay the value it was
+        recorded with."""
+        names = set(self.graph.zero_dim_cpu_tensors)
+        if not names or config.mode == "reduce-overhead":
+            return set()
+        for node in self.scheduler.nodes:
+            names -= node.get_names()
+            if not isinstance(node, FusedSchedulerNode):
+                names -= node.read_names
+        names -= {getattr(out, "get_name", lambda: None)() for out in self.output_names}
+        names -= {name for name, _ in self.graph.mutations}
+        names -= {b.data.target for b in self.graph.buffers
+                  if isinstance(b, ir.ComputedBuffer) and isinstance(b.data, ir.Scatter)}
+        return names
 
     # ------------------------------------------------------------------------------------------ kernels
     def _internal_buffers(self, fused: FusedSchedulerNode) -> set[str]:
@@ -191,7 +210,10 @@ class WrapperCodeGen:
         for symbol, (name, dim) in sorted(self.graph.size_sources.items(), key=lambda kv: str(kv[0])):
             lines.append(f"    {symbol} = {name}.shape[{dim}]  # a symbolic size, read from the input")
         for name in self.graph.moved_inputs:
-            lines.append(f"    {name} = {name}.to('{self.graph.device}')  # a CPU scalar meets device tensors")
+            if name in self.graph.zero_dim_cpu_tensors:
+                lines.append(f"    {name} = {name}.item()  # a CPU scalar: kernels take its value")
+            else:
+                lines.append(f"    {name} = {name}.to('{self.graph.device}')  # a CPU scalar meets device tensors")
         planner = _MemoryPlanner(self)
         kernels = iter(self.kernels)
         for node in self.scheduler.nodes:
@@ -210,7 +232,9 @@ class WrapperCodeGen:
             lines += planner.free_after(node)
         for name, value in self.graph.mutations:
             lines.append(f"    {name}.copy_({value.realize()})")
-        lines.append(f"    return ({''.join(self._output_ref(o) + ', ' for o in self.graph.graph_outputs)})")
+        refs = [self._output_ref(o) + (".cpu()" if k in self.graph.cpu_outputs else "")
+                for k, o in enumerate(self.graph.graph_outputs)]
+        lines.append(f"    return ({''.join(ref + ', ' for ref in refs)})")
         self._check_sizes_known(lines)
         return "\n".join(lines) + "\n"
 

@@ -1,5 +1,7 @@
 """Wrong answers found in the eighth session, each compiled and compared with eager, bit for bit where eager's
 answer is a whole number.  Budget: a few seconds on 2 cores."""
+import contextlib
+
 import pytest
 import torch
 
@@ -37,3 +39,42 @@ def test_fp32_and_fp64_floor_division_stay_exact():
         a, b = _floor_division_operands(dtype, 1e4)
         check(lambda a, b: (a // b, a // 0.3772, 3.7 // b, a // -7.3), a, b, atol=0, rtol=0, kernels=1,
               fallbacks=0)
+
+
+def test_zero_dim_cpu_tensors_meet_device_tensors():
+    """[Note: CPU scalars]  A 0-dim CPU tensor may meet device tensors, as the tutorial MoE's loop variable does
+    (``flat_indices == expert_idx``).  On the GPU a kernel takes its value (``x.item()``, no copy to the device),
+    and one compiled graph serves every value, 1 and multiples of 16 included (no specialization); a matmul or a
+    mutation still gets the tensor.  On the CPU the same programs run through the interpreter."""
+    from mininductor import config, metrics
+
+    from .utils import DEVICE, MODE, assert_same, compile_fn
+    x, w = torch.randn(64, 8, device=DEVICE), torch.randn(8, 8, device=DEVICE)
+    idx = torch.randint(0, 20, (64,), device=DEVICE)
+
+    def by_value(x, idx, i, f):
+        return idx == i, x * f + i, (idx + i).sum()
+
+    def needs_the_tensor(x, w, i, f):
+        return (x * f) @ (w * f), f + 1  # a matmul reads f * w; an output is f + 1 (a CPU-scalar graph output)
+
+    def mutated(x, i):
+        i.add_(1)
+        return x * i
+
+    with config.patch(mode=MODE) if MODE else contextlib.nullcontext():
+        metrics.reset()
+        compiled = compile_fn(by_value, x, idx, torch.tensor(3), torch.tensor(0.5))
+        for value in (0, 1, 3, 16, 17, 2**40):
+            i, f = torch.tensor(value), torch.tensor(value / 7, dtype=torch.float32)
+            assert_same(compiled(x, idx, i, f), by_value(x, idx, i, f), 1e-5, 1e-5)
+        if DEVICE == "cuda" and MODE is None:
+            assert ".item()" in compiled.source and ".to('cuda" not in compiled.source, compiled.source
+        compiled = compile_fn(needs_the_tensor, x, w, torch.tensor(3), torch.tensor(0.5))
+        assert_same(compiled(x, w, torch.tensor(2), torch.tensor(0.25)),
+                    needs_the_tensor(x, w, torch.tensor(2), torch.tensor(0.25)), 1e-5, 1e-5)
+        compiled = compile_fn(mutated, x, torch.tensor(3))
+        ours, theirs = torch.tensor(5), torch.tensor(5)
+        assert_same(compiled(x, ours), mutated(x, theirs), 1e-5, 1e-5)
+        assert ours.item() == theirs.item() == 6 and ours.device.type == "cpu"
+        assert metrics.fallback_count == 0
