@@ -209,7 +209,10 @@ class WrapperCodeGen:
         lines.append("    args.clear()")
         for symbol, (name, dim) in sorted(self.graph.size_sources.items(), key=lambda kv: str(kv[0])):
             lines.append(f"    {symbol} = {name}.shape[{dim}]  # a symbolic size, read from the input")
+        mutated = {name for name, _ in self.graph.mutations}
         for name in self.graph.moved_inputs:
+            if name in mutated:  # the caller's CPU tensor takes the new value at the end (below)
+                lines.append(f"    {name}_cpu = {name}")
             if name in self.graph.zero_dim_cpu_tensors:
                 lines.append(f"    {name} = {name}.item()  # a CPU scalar: kernels take its value")
             else:
@@ -231,7 +234,8 @@ class WrapperCodeGen:
                 lines += self._extern_lines(node)
             lines += planner.free_after(node)
         for name, value in self.graph.mutations:
-            lines.append(f"    {name}.copy_({value.realize()})")
+            target = f"{name}_cpu" if name in self.graph.moved_inputs else name
+            lines.append(f"    {target}.copy_({value.realize()})")
         refs = [self._output_ref(o) + (".cpu()" if k in self.graph.cpu_outputs else "")
                 for k, o in enumerate(self.graph.graph_outputs)]
         lines.append(f"    return ({''.join(ref + ', ' for ref in refs)})")
