@@ -241,23 +241,23 @@ _INT_OPERAND_OPS = {operator.eq, operator.ne, operator.lt, operator.le, operator
 class IntsAsTensors:
     """``compiled(*args)`` with the int inputs at ``positions`` passed to ``compiled_graph`` as 0-d tensors.
 
-    [Note: device scalars]  The 0-d tensor is made on the graph's device and kept per value.  A CPU scalar would
-    be copied to the GPU inside the graph on every call, and a copy from pageable host memory waits for the
-    stream to drain: one hidden synchronisation per call (30 per forward of the tutorial MoE, whose loop index
-    is such an int).  The graph only reads its inputs, so one tensor per value can serve every call.
+    [Note: device scalars]  The 0-d tensor is a CPU tensor, kept per value (the graph only reads its inputs, so
+    one tensor per value serves every call).  A CUDA graph's kernels take its value as an argument ([Note: CPU
+    scalars] in graph.py): no copy, no memory read.  Under ``mode="reduce-overhead"`` a recorded CUDA graph would
+    replay the value it was recorded with, so there the tensor is made on ``device``, the graph's, and read from
+    memory; copying a CPU one inside the graph instead would wait for the stream to drain (a copy from pageable
+    host memory), and cannot be recorded at all.
     """
 
     def __init__(self, compiled_graph: Callable, positions: frozenset[int], device: torch.device | None = None):
         self.compiled_graph, self.positions = compiled_graph, positions
-        self.device = device if device is not None and device.type != "cpu" else None
+        self.device = device if device is not None else torch.device("cpu")
         self.scalars: dict[int, torch.Tensor] = {}
 
     def __call__(self, *args):
         return self.compiled_graph(*[self.scalar(a) if k in self.positions else a for k, a in enumerate(args)])
 
     def scalar(self, value: int) -> torch.Tensor:
-        if self.device is None:
-            return torch.tensor(value)
         tensor = self.scalars.get(value)
         if tensor is None:
             if len(self.scalars) >= 4096:  # an int that takes ever new values: keep the memory bounded
