@@ -235,9 +235,7 @@ def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
     as_tensors = ints_as_tensors(gm, example_inputs)  # one compile for every value of an int operand
     if as_tensors is not None:
         graph, inputs, positions = as_tensors
-        replayed = changes.get("mode", config.mode) == "reduce-overhead"  # [Note: device scalars]
-        return IntsAsTensors(compile_fx(graph, inputs, mode=mode, options=options), positions,
-                             graph_device(inputs) if replayed else None)
+        return IntsAsTensors(compile_fx(graph, inputs, mode=mode, options=options), positions, graph_device(inputs))
     if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: one symbolic compile, else per shape (specialize.py)
         def symbolic(g, inputs):
             with config.patch(**changes):

@@ -241,23 +241,23 @@ _INT_OPERAND_OPS = {operator.eq, operator.ne, operator.lt, operator.le, operator
 class IntsAsTensors:
     """``compiled(*args)`` with the int inputs at ``positions`` passed to ``compiled_graph`` as 0-d tensors.
 
-    [Note: device scalars]  The 0-d tensor is a CPU tensor, kept per value (the graph only reads its inputs, so
-    one tensor per value serves every call).  A CUDA graph's kernels take its value as an argument ([Note: CPU
-    scalars] in graph.py): no copy, no memory read.  Under ``mode="reduce-overhead"`` a recorded CUDA graph would
-    replay the value it was recorded with, so there the tensor is made on ``device``, the graph's, and read from
-    memory; copying a CPU one inside the graph instead would wait for the stream to drain (a copy from pageable
-    host memory), and cannot be recorded at all.
+    [Note: device scalars]  The 0-d tensor is made on the graph's device and kept per value.  A CPU scalar would
+    be copied to the GPU inside the graph on every call, and a copy from pageable host memory waits for the
+    stream to drain: one hidden synchronisation per call (30 per forward of the tutorial MoE, whose loop index
+    is such an int).  The graph only reads its inputs, so one tensor per value can serve every call.
     """
 
     def __init__(self, compiled_graph: Callable, positions: frozenset[int], device: torch.device | None = None):
         self.compiled_graph, self.positions = compiled_graph, positions
-        self.device = device if device is not None else torch.device("cpu")
+        self.device = device if device is not None and device.type != "cpu" else None
         self.scalars: dict[int, torch.Tensor] = {}
 
     def __call__(self, *args):
         return self.compiled_graph(*[self.scalar(a) if k in self.positions else a for k, a in enumerate(args)])
 
     def scalar(self, value: int) -> torch.Tensor:
+        if self.device is None:
+            return torch.tensor(value)
         tensor = self.scalars.get(value)
         if tensor is None:
             if len(self.scalars) >= 4096:  # an int that takes ever new values: keep the memory bounded
@@ -276,7 +276,8 @@ def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | N
         return None
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
-    zero_dim = _fake_zero_dim(placeholders)
+    device = graph_device(example_inputs)
+    zero_dim = _fake_zero_dim(placeholders, device)
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
         if node in (placeholders[k] for k in positions):  # a 0-d tensor now, not a SymInt
@@ -285,7 +286,6 @@ def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | N
                 env[node].meta["example_value"] = zero_dim
     out = torch.fx.GraphModule(gm, graph, class_name="GraphModule")
     out.meta.update(gm.meta)
-    device = graph_device(example_inputs)
     inputs = [torch.tensor(x, device=device) if k in positions else x for k, x in enumerate(example_inputs)]
     return out, inputs, positions  # still symbolic in tensor sizes? compile_fx then compiles that symbolically
 
@@ -295,14 +295,16 @@ def graph_device(example_inputs: list) -> torch.device | None:
     return next((x.device for x in example_inputs if isinstance(x, torch.Tensor) and x.dim() > 0), None)
 
 
-def _fake_zero_dim(placeholders: list[torch.fx.Node]) -> torch.Tensor | None:
-    """A fake 0-d int64 tensor in the fake mode of the graph's other inputs (None if it has no fake inputs)."""
+def _fake_zero_dim(placeholders: list[torch.fx.Node], device: torch.device | None) -> torch.Tensor | None:
+    """A fake 0-d int64 tensor on ``device``, in the fake mode of the graph's other inputs (None if it has no fake
+    inputs).  On the device the real one will be on ([Note: device scalars]): a CPU fake made the symbolic
+    compile copy (later: read) a device scalar as if it came from the CPU, on every call."""
     from torch._subclasses.fake_tensor import FakeTensor
     for node in placeholders:
         value = node.meta.get("example_value")
         if isinstance(value, FakeTensor):
             with value.fake_mode:
-                return torch.empty((), dtype=torch.int64)
+                return torch.empty((), dtype=torch.int64, device=device)
     return None
 
 
