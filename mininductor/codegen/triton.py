@@ -487,6 +487,15 @@ class TritonKernel(ReductionCodegenMixin):
             return self._emit(f"libdevice.fmod({a}, {b})", dtype)
         return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
 
+    def signbit(self, x: str) -> str:
+        """The sign bit, as eager's: set for -0.0 and a negative NaN, which ``x < 0`` misses. fp16/bf16 values
+        live in fp32 registers, whose sign bit is theirs."""
+        dtype = self._dtype(x)
+        if not dtype.is_floating_point:
+            return self._emit(f"{x} < 0", torch.bool)
+        bits = "tl.int64" if dtype == torch.float64 else "tl.int32"
+        return self._emit(f"{x}.to({bits}, bitcast=True) < 0", torch.bool)
+
     def atan(self, x: str) -> str:
         """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series."""
         e = lambda text: self._emit(text, torch.float32)

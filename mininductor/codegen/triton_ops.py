@@ -55,7 +55,6 @@ UNARY = {
     "isnan": ("{0} != {0}", "bool"),
     "isinf": ("tl.abs({0}) == float('inf')", "bool"),
     "isfinite": ("tl.abs({0}) < float('inf')", "bool"),
-    "signbit": ("{0} < 0", "bool"),
 }
 
 # Under Triton's interpreter these run as NumPy float32 ufuncs, whose SIMD versions vary with the CPU (and NumPy 2.5
@@ -90,8 +89,11 @@ BINARY = {
     "bitwise_right_shift": ("{0} >> {1}", "same"),
     "hypot": ("tl.sqrt({0} * {0} + {1} * {1})", "float"),
     "copysign": ("tl.where(({1} < 0) | ((1.0 / {1}) < 0), -tl.abs({0}), tl.abs({0}))", "float"),
-    # exp(b*log(a)), with eager's answers for a < 0 and an integer b (sign from b's parity) and for b == 0
-    "pow": (("tl.where({1} == 0, 1.0, tl.where(({0} < 0) & (tl.floor({1}) == {1}), "
+    # exp(b*log(a)), with eager's (C's) answers where that formula has none: 1 for b == 0, for a == 1 (even when
+    # b is NaN) and for a == -1 with b = +-inf; for a negative a, or -0.0 (1/a < 0), and an integer b, the sign
+    # comes from b's parity (pow(-0.0, -1) is -inf)
+    "pow": (("tl.where(({1} == 0) | ({0} == 1) | (({0} == -1) & (tl.abs({1}) == float('inf'))), 1.0, "
+             "tl.where((({0} < 0) | (1.0 / {0} < 0)) & (tl.floor({1}) == {1}), "
              "tl.where(tl.floor({1} * 0.5) * 2.0 == {1}, 1.0, -1.0) * tl.exp({1} * tl.log(tl.abs({0}))), "
              "tl.exp({1} * tl.log({0}))))"), "float"),
 }
@@ -118,7 +120,9 @@ def constant_repr(value, dtype: torch.dtype) -> str:
     if isinstance(value, bool) or dtype == torch.bool:
         return "1" if value else "0"
     if dtype.is_floating_point:
-        value = float(value)
+        # An fp16/bf16 constant holds a value of that type, as eager converts a scalar to the tensor's type
+        # (``x16 - 2049`` subtracts 2048); it lives in fp32 registers like every fp16/bf16 value.
+        value = float(torch.tensor(float(value), dtype=dtype))
         if math.isnan(value):
             return "float('nan')"
         if value in (float("inf"), float("-inf")):
