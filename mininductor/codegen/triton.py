@@ -26,6 +26,7 @@ A softmax over rows of 130 (persistent; abridged)::
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import Any
 
@@ -496,30 +497,131 @@ class TritonKernel(ReductionCodegenMixin):
         bits = "tl.int64" if dtype == torch.float64 else "tl.int32"
         return self._emit(f"{x}.to({bits}, bitcast=True) < 0", torch.bool)
 
+    # [Note: small-argument math without libdevice]  ``exp(x) - 1`` is 0 for |x| < 6e-8 where eager's expm1 is
+    # x, and ``log(1 + x)``, ``2 / (1 + exp(-2x)) - 1`` (tanh), ``exp(x) - exp(-x)`` and their inverses lose
+    # every digit the same way; ``exp(x)`` overflows in ``0.5 * exp(89)`` where cosh(89) does not.  Libdevice
+    # (Inductor's choice) is not available interpreted, so these use a short Taylor series below 0.25, where
+    # cancellation would cost more than 2 bits, and the plain formula above it -- polynomials and tl.exp/tl.log
+    # only, the same on the GPU and under the interpreter.  fp64 takes more terms.
+    def _float(self, x: str) -> torch.dtype:
+        return self._result("float", x)
+
+    def _poly(self, x: str, coefficients, dtype) -> str:
+        """``c0 + c1*x + c2*x^2 + ...`` by Horner's rule."""
+        text = repr(float(coefficients[-1]))
+        for c in reversed(coefficients[:-1]):
+            text = f"{float(c)!r} + {x} * ({text})"
+        return self._emit(text, dtype)
+
+    def _terms(self, dtype, fp32: int, fp64: int) -> int:
+        return fp64 if dtype == torch.float64 else fp32
+
+    def _odd(self, x: str, magnitude: str, dtype) -> str:
+        """``magnitude`` (a function of |x|) given x's sign; +-0 and NaN are x itself (tanh(-0.0) is -0.0)."""
+        return self._emit(f"tl.where({x} < 0, -{magnitude}, tl.where({x} > 0, {magnitude}, {x}))", dtype)
+
+    def expm1(self, x: str) -> str:
+        dtype = self._float(x)
+        n = self._terms(dtype, 8, 14)  # x^n/n! below eps at |x| = 0.25
+        series = self._emit(f"{x} * {self._poly(x, [1 / math.factorial(k + 1) for k in range(n)], dtype)}", dtype)
+        return self._emit(f"tl.where(tl.abs({x}) < 0.25, {series}, tl.exp({x}) - 1.0)", dtype)
+
+    def log1p(self, x: str) -> str:
+        """``2 * atanh(s)``, ``s = x / (2 + x)``: an odd series in |s| < 0.15 for |x| < 0.25."""
+        dtype = self._float(x)
+        s = self._emit(f"{x} / (2.0 + {x})", dtype)
+        s2 = self._emit(f"{s} * {s}", dtype)
+        n = self._terms(dtype, 6, 11)
+        series = self._emit(f"2.0 * {s} * {self._poly(s2, [1 / (2 * k + 1) for k in range(n)], dtype)}", dtype)
+        return self._emit(f"tl.where(tl.abs({x}) < 0.25, {series}, tl.log(1.0 + {x}))", dtype)
+
+    def tanh(self, x: str) -> str:
+        """``-t / (t + 2)`` with ``t = expm1(-2|x|)`` in [-1, 0]: no cancellation, no overflow."""
+        dtype = self._float(x)
+        t = self.expm1(self._emit(f"-2.0 * tl.abs({x})", dtype))
+        return self._odd(x, self._emit(f"-{t} / ({t} + 2.0)", dtype), dtype)
+
+    def sinh(self, x: str) -> str:
+        """``(m + m / (m + 1)) / 2`` with ``m = expm1(|x|)``; past |x| = 20, ``exp(|x|/2)^2 / 2``, which does not
+        overflow before sinh does."""
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        m = self.expm1(a)
+        half = self._emit(f"tl.exp(0.5 * {a})", dtype)
+        magnitude = self._emit(f"tl.where({a} > 20.0, (0.5 * {half}) * {half}, 0.5 * ({m} + {m} / ({m} + 1.0)))",
+                               dtype)
+        return self._odd(x, magnitude, dtype)
+
+    def cosh(self, x: str) -> str:
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        half = self._emit(f"tl.exp(0.5 * {a})", dtype)
+        return self._emit(f"tl.where({a} > 20.0, (0.5 * {half}) * {half}, 0.5 * (tl.exp({a}) + tl.exp(-{a})))",
+                          dtype)
+
+    def asinh(self, x: str) -> str:
+        """``log1p(a + a^2 / (1 + sqrt(1 + a^2)))``; past 2^28 (a^2 would overflow or swamp the 1), log(2a)."""
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        small = self.log1p(self._emit(f"{a} + {a} * {a} / (1.0 + tl.sqrt(1.0 + {a} * {a}))", dtype))
+        magnitude = self._emit(f"tl.where({a} > 268435456.0, tl.log({a}) + {math.log(2)!r}, {small})", dtype)
+        return self._odd(x, magnitude, dtype)
+
+    def acosh(self, x: str) -> str:
+        """``log1p(t + sqrt(2t + t^2))``, ``t = x - 1`` (exact near 1); past 2^28, log(2x)."""
+        dtype = self._float(x)
+        t = self._emit(f"{x} - 1.0", dtype)
+        small = self.log1p(self._emit(f"{t} + tl.sqrt(2.0 * {t} + {t} * {t})", dtype))
+        # x < 1 is NaN (2t + t^2 would overflow to +inf for a huge negative x)
+        return self._emit(f"tl.where({x} > 268435456.0, tl.log({x}) + {math.log(2)!r}, "
+                          f"tl.where({x} < 1.0, float('nan'), {small}))", dtype)
+
+    def atanh(self, x: str) -> str:
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        magnitude = self._emit(f"0.5 * {self.log1p(self._emit(f'2.0 * {a} / (1.0 - {a})', dtype))}", dtype)
+        return self._odd(x, magnitude, dtype)
+
     def atan(self, x: str) -> str:
-        """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series."""
-        e = lambda text: self._emit(text, torch.float32)
+        """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series (|v| <= 0.2:
+        six terms for fp32, twelve for fp64)."""
+        dtype = self._float(x)
+        e = lambda text: self._emit(text, dtype)
         y = e(f"tl.where(tl.abs({x}) > 1.0, 1.0 / {x}, {x})")
         u = e(f"{y} / (1.0 + tl.sqrt(1.0 + {y} * {y}))")
         v = e(f"{u} / (1.0 + tl.sqrt(1.0 + {u} * {u}))")
         v2 = e(f"{v} * {v}")
-        series = e(f"4.0 * {v} * (1.0 + {v2} * (-1.0 / 3 + {v2} * (1.0 / 5 + {v2} * (-1.0 / 7 + {v2} * "
-                   f"(1.0 / 9 + {v2} * (-1.0 / 11))))))")
+        n = self._terms(dtype, 6, 12)
+        series = e(f"4.0 * {v} * {self._poly(v2, [(-1) ** k / (2 * k + 1) for k in range(n)], dtype)}")
         half_pi = 1.5707963267948966
         return e(f"tl.where({x} > 1.0, {half_pi} - {series}, tl.where({x} < -1.0, -{half_pi} - {series}, {series}))")
 
     def asin(self, x: str) -> str:
-        return self.atan(self._emit(f"{x} / tl.sqrt(1.0 - {x} * {x})", torch.float32))
+        """``atan(x / sqrt((1 - x)(1 + x)))``: ``1 - x * x`` would cancel near |x| = 1."""
+        dtype = self._float(x)
+        return self.atan(self._emit(f"{x} / tl.sqrt((1.0 - {x}) * (1.0 + {x}))", dtype))
 
     def acos(self, x: str) -> str:
-        return self._emit(f"1.5707963267948966 - {self.asin(x)}", torch.float32)
+        """``2 atan(sqrt((1 - x) / (1 + x)))``: ``pi/2 - asin(x)`` lost 5e-5 (relative) at x = 0.9999997."""
+        dtype = self._float(x)
+        return self._emit(f"2.0 * {self.atan(self._emit(f'tl.sqrt((1.0 - {x}) / (1.0 + {x}))', dtype))}", dtype)
 
     def atan2(self, y: str, x: str) -> str:
-        base = self.atan(self._emit(f"{y} / {x}", torch.float32))
-        pi = 3.141592653589793
-        return self._emit(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y} >= 0, {base} + {pi}, "
-                          f"{base} - {pi}), tl.where({y} > 0, {pi / 2}, tl.where({y} < 0, {-pi / 2}, 0.0))))",
-                          torch.float32)
+        """atan(y / x) moved to x's quadrant, with C's answers for signed zeros (atan2(-0.0, -1) is -pi,
+        atan2(0.0, -0.0) is pi) and for two infinities (atan2(inf, -inf) is 3pi/4), where y / x says nothing."""
+        dtype = self._result("float", y, x)
+        e = lambda text: self._emit(text, dtype)
+        base = self.atan(e(f"{y} / {x}"))
+        # constants typed like the result: a bare Python float in tl.where(c, 3.14.., -3.14..) is fp32
+        pi, half_pi, quarter_pi = (self.constant(v, dtype) for v in (math.pi, math.pi / 2, math.pi / 4))
+        y_pos = self._emit(f"({y} > 0) | (({y} == 0) & (1.0 / {y} > 0))", torch.bool)  # y's sign, zeros too
+        x_neg = self._emit(f"({x} < 0) | (1.0 / {x} < 0)", torch.bool)
+        general = e(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y_pos}, {base} + {pi}, {base} - {pi}), "
+                    f"tl.where({y} > 0, {half_pi}, tl.where({y} < 0, -{half_pi}, {x} + {y}))))")  # x NaN: NaN
+        zero_y = e(f"tl.where({x_neg}, tl.where({y_pos}, {pi}, -{pi}), {y})")
+        both_inf = e(f"tl.where({x} > 0, {quarter_pi}, 3.0 * {quarter_pi})")
+        return e(f"tl.where(({y} == 0) & ({x} == {x}), {zero_y}, tl.where((tl.abs({x}) == float('inf')) & "
+                 f"(tl.abs({y}) == float('inf')), tl.where({y_pos}, {both_inf}, -{both_inf}), {general}))")
 
     def __getattr__(self, name: str):
         if name in UNARY:

@@ -40,3 +40,41 @@ def test_low_precision_python_scalars_convert_like_eager(dtype):
                             torch.rsub(a, 2.7, alpha=0.3)), a, b, atol=0, rtol=0, fallbacks=0)
     check(lambda a, s: (a % 0.3, torch.fmod(a, 0.3), a == 0.2998, a * 2049, a * 0.1, a / 0.3, a // 0.3, a * s, a / s),
           a, torch.tensor(0.1), atol=0, rtol=0, fallbacks=0)
+
+
+def test_small_argument_math_keeps_its_digits():
+    """``expm1(1e-8)`` is 1e-8 in eager; ``exp(x) - 1`` gave 0 (and 2.4e-7 at 1.2e-7), as did log1p, tanh, sinh,
+    asinh and atanh near 0 -- all within the default atol, wrong relatively (e.g. ``x.expm1() / x``). cosh(89) and
+    sinh(89) overflowed in ``exp(89) / 2``; acosh(-1e30) and asinh(1e20) lost to ``x * x``; fp64 atan/asin/acos
+    were accurate to fp32 only; atan2 of signed zeros and two infinities was wrong (program ``unary_big_args`` and
+    a sweep of 8000 arguments per op)."""
+    mag = torch.logspace(-30, 38, 400)
+    x = torch.cat([mag, -mag, torch.linspace(-20, 20, 401), torch.tensor([0., -0., 89., -89., float("inf"), -float("inf")])])
+    ops = (torch.expm1, torch.log1p, torch.tanh, torch.sinh, torch.cosh, torch.asinh, torch.acosh, torch.atanh,
+           torch.atan, torch.asin, torch.acos)
+    for dtype, rtol in ((torch.float32, 8 * 2.0 ** -23), (torch.float64, 8 * 2.0 ** -52)):
+        check(lambda x: tuple(op(x) for op in ops), x.to(dtype), atol=0, rtol=rtol, kernels=1, fallbacks=0)
+        check(lambda x: x.expm1() / x, torch.tensor([1e-8, -3e-9, 1e-20], dtype=dtype), atol=0, rtol=rtol)
+    y = torch.tensor([0., -0., 0., -0., 1., -1., float("inf"), float("inf"), -float("inf"), 0., float("nan"), 1.])
+    z = torch.tensor([0., 0., -0., -0., -0., -0., float("inf"), -float("inf"), -float("inf"), float("nan"), 1., -1.])
+    check(lambda y, z: (torch.atan2(y, z), torch.atan2(y.double(), z.double())), y, z, atol=0, rtol=1e-6)
+
+
+def test_cpu_attention_output_is_row_major():
+    """``F.scaled_dot_product_attention`` on CPU returns a row-major (N, H, L, E) tensor; upstream's decomposition
+    of ``_scaled_dot_product_flash_attention_for_cpu`` ended in a permute-copy-permute that gave strides (24, 8,
+    48, 1) (programs ``sdpa_causal_scale``, ``attention_f16``)."""
+    import torch.nn.functional as F
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+    compiled = check(fn, q, k, v, atol=1e-5, fallbacks=None)
+    args = [t.to(DEVICE) for t in (q, k, v)]
+    assert compiled(*args).stride() == fn(*args).stride()
+
+
+def test_string_arguments_of_a_fallback_are_quoted():
+    """``x.scatter(1, i, 2.0, reduce="add")`` falls back; the wrapper wrote ``reduce=add`` (NameError at run time,
+    program ``scatter_value_reduce``)."""
+    x, i = torch.randn(4, 5), torch.randint(0, 5, (4, 2))
+    check(lambda x, i: (x.scatter(1, i, 2.0, reduce="add"), x.scatter(1, i, 3.0, reduce="multiply")), x, i,
+          fallbacks=2)
