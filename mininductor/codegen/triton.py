@@ -488,6 +488,38 @@ class TritonKernel(ReductionCodegenMixin):
             return self._emit(f"libdevice.fmod({a}, {b})", dtype)
         return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
 
+    def pow(self, a: str, b: str) -> str:
+        """``exp(b * log|a|)`` with C's answers where that formula has none.
+
+        The formula amplifies log's rounding by |b log a| (71 ulp at 1.4e7 ** 5), so fp32 (and fp16/bf16, in fp32
+        registers) computes it in fp64 and rounds once.  Then: a negative base (or -0.0) takes the sign of an odd
+        integer b (pow(-0.0, -1) is -inf) and is NaN for a fractional one, except -inf (pow(-inf, 0.5) is inf);
+        1 for b == 0, for a == 1 (even when b is NaN) and for a == -1 with b = +-inf."""
+        dtype = self._result("float", a, b)
+        wide = lambda v: f"{v}.to(tl.float64)" if dtype != torch.float64 else v
+        e = lambda text: self._emit(text, torch.float64)
+        x, y = e(wide(a)), e(wide(b))
+        is_int = self._emit(f"tl.floor({y}) == {y}", torch.bool)
+        odd = self._emit(f"{is_int} & (tl.floor({y} * 0.5) * 2.0 != {y})", torch.bool)
+        negative = self._emit(f"({x} < 0) | (1.0 / {x} < 0)", torch.bool)  # -0.0 too
+        magnitude = e(f"tl.exp({y} * tl.log(tl.abs({x})))")
+        signed = e(f"tl.where({negative} & {odd}, -{magnitude}, {magnitude})")
+        fractional = e(f"tl.where(({x} < 0) & ({x} != float('-inf')) & ~{is_int}, float('nan'), {signed})")
+        one = self._emit(f"({y} == 0) | ({x} == 1) | (({x} == -1) & (tl.abs({y}) == float('inf')))", torch.bool)
+        result = e(f"tl.where({one}, 1.0, {fractional})")
+        return result if dtype == torch.float64 else self._emit(f"{result}.to({TL_DTYPE[dtype]})", dtype)
+
+    def hypot(self, a: str, b: str) -> str:
+        """``big * sqrt(1 + (small / big)^2)``: ``sqrt(a*a + b*b)`` overflowed past 1.8e19 (fp32); an infinite
+        side wins over a NaN one, as C's."""
+        dtype = self._result("float", a, b)
+        e = lambda text: self._emit(text, dtype)
+        x, y = e(f"tl.abs({a})"), e(f"tl.abs({b})")
+        big, small = e(f"tl.where({x} >= {y}, {x}, {y})"), e(f"tl.where({x} >= {y}, {y}, {x})")  # NaN: in r
+        r = e(f"{small} / {big}")
+        scaled = e(f"tl.where({big} == 0, {small}, {big} * tl.sqrt(1.0 + {r} * {r}))")  # 0, or NaN
+        return e(f"tl.where(({x} == float('inf')) | ({y} == float('inf')), float('inf'), {scaled})")
+
     def signbit(self, x: str) -> str:
         """The sign bit, as eager's: set for -0.0 and a negative NaN, which ``x < 0`` misses. fp16/bf16 values
         live in fp32 registers, whose sign bit is theirs."""

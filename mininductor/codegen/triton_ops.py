@@ -79,15 +79,7 @@ BINARY = {
     "bitwise_xor": ("{0} ^ {1}", "same"),
     "bitwise_left_shift": ("{0} << {1}", "same"),
     "bitwise_right_shift": ("{0} >> {1}", "same"),
-    "hypot": ("tl.sqrt({0} * {0} + {1} * {1})", "float"),
     "copysign": ("tl.where(({1} < 0) | ((1.0 / {1}) < 0), -tl.abs({0}), tl.abs({0}))", "float"),
-    # exp(b*log(a)), with eager's (C's) answers where that formula has none: 1 for b == 0, for a == 1 (even when
-    # b is NaN) and for a == -1 with b = +-inf; for a negative a, or -0.0 (1/a < 0), and an integer b, the sign
-    # comes from b's parity (pow(-0.0, -1) is -inf)
-    "pow": (("tl.where(({1} == 0) | ({0} == 1) | (({0} == -1) & (tl.abs({1}) == float('inf'))), 1.0, "
-             "tl.where((({0} < 0) | (1.0 / {0} < 0)) & (tl.floor({1}) == {1}), "
-             "tl.where(tl.floor({1} * 0.5) * 2.0 == {1}, 1.0, -1.0) * tl.exp({1} * tl.log(tl.abs({0}))), "
-             "tl.exp({1} * tl.log({0}))))"), "float"),
 }
 
 REDUCTION_IDENTITY = {

@@ -26,6 +26,17 @@ def test_pow_special_cases_follow_c():
     check(lambda a, b: (torch.pow(a, b), torch.pow(a.double(), b.double())), a, b, kernels=1, fallbacks=0)
 
 
+def test_pow_and_hypot_at_the_edges_of_the_range():
+    """``pow(-inf, 0.5)`` is inf in eager, ours NaN; ``1.4e7 ** 5.0`` (a tensor exponent) was 71 ulp off (exp of
+    b*log(a) in fp32); ``hypot(1e20, 1)`` overflowed to inf (``sqrt(a*a + b*b)``); ``hypot(nan, 0)`` is NaN
+    (binary-op sweep over 370k pairs)."""
+    a = torch.tensor([-float("inf"), -float("inf"), -float("inf"), 1.3667e7, 3.7, -2.5, 1e20, -3e19, float("nan"),
+                      0.0, float("inf")])
+    b = torch.tensor([0.5, -0.5, 3.0, 5.0, 11.3, 0.5, 1.0, 4e19, 0.0, 0.0, float("nan")])
+    check(lambda a, b: (torch.pow(a, b), torch.hypot(a, b), torch.hypot(a.double() * 1e280, b.double() * 1e280)),
+          a, b, atol=0, rtol=3e-7, kernels=1, fallbacks=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_low_precision_python_scalars_convert_like_eager(dtype):
     """[Note: Python scalars in fp16/bf16 ops] ``x16 - 2049`` subtracts fp16(2049) = 2048 on the CPU, ``x16 % 0.3``
