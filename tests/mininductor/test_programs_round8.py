@@ -114,3 +114,12 @@ def test_outputs_that_alias_inputs_stay_views():
             assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
         outs[0].zero_()  # writes x, as in eager
         assert torch.equal(x.view(-1)[2:], torch.zeros(10))
+
+
+def test_complex_ops_fall_back():
+    """``view_as_complex(x).abs()`` lowered ``abs`` over a complex64 buffer: the kernel raised at launch
+    (program ``complex_abs``); ``view_as_complex(x) * 2`` made the whole graph run eagerly. Ops that read or
+    make complex tensors now fall back, each counted, and the real ops around them still compile."""
+    x = torch.randn(4, 2)
+    check(lambda x: torch.view_as_complex(x).abs() * 2, x, kernels=1, fallbacks=2)
+    check(lambda x: torch.view_as_real(torch.view_as_complex(x) * 2).sum(-1) + 1, x, kernels=1, fallbacks=3)
