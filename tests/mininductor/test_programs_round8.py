@@ -123,3 +123,15 @@ def test_complex_ops_fall_back():
     x = torch.randn(4, 2)
     check(lambda x: torch.view_as_complex(x).abs() * 2, x, kernels=1, fallbacks=2)
     check(lambda x: torch.view_as_real(torch.view_as_complex(x) * 2).sum(-1) + 1, x, kernels=1, fallbacks=3)
+
+
+def test_negative_constant_base_of_pow_keeps_its_parentheses():
+    """``(-2) ** x`` through minidynamo gave ``-(2 ** x)``: FX prints ``operator.pow(-2, x)`` as ``-2 ** x``
+    (``(-2) ** 4`` was -16; program ``rpow_int_scalar`` run with ``dynamic=True``). The graph records
+    ``torch.pow(-2, x)`` instead."""
+    def fn(x, y):
+        return (-2) ** x, (-2.5) ** y, (-0.0) ** x, 2 ** x
+    x, y = torch.tensor([4, 9, 3, 0, 1]), torch.tensor([2.0, 3.0, 0.0, -1.0, 0.5])
+    compiled = minidynamo.minicompile(fn)
+    for out, want in zip(compiled(x, y), fn(x, y)):
+        torch.testing.assert_close(out, want, equal_nan=True)
