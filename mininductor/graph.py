@@ -171,6 +171,12 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node = n
         result = super().run_node(n)
         if isinstance(result, TensorBox) and n.op == "call_function":
+            if n in self.output_bases and not _is_view_node(n) and result.data is not result.storage():
+                # eager makes a new tensor here, which an output is (a view of); we lowered it to a view of
+                # another buffer (``flip`` re-indexes its input): a copy of its own, or the output's view of it
+                # would be a contiguous copy (``x.flip(-1)[..., ::2]`` had strides (4, 1), eager's (8, 2))
+                from .lowering import clone
+                result = clone(result)
             storage = result.storage()
             if result.data is storage and n in self.output_bases and isinstance(storage.data, ir.Pointwise) \
                     and (stride := _eager_stride(n, self.original_strides.get(n))) is not None:

@@ -135,3 +135,13 @@ def test_negative_constant_base_of_pow_keeps_its_parentheses():
     compiled = minidynamo.minicompile(fn)
     for out, want in zip(compiled(x, y), fn(x, y)):
         torch.testing.assert_close(out, want, equal_nan=True)
+
+
+def test_view_of_a_flip_keeps_eager_strides():
+    """``x.flip(-1)[..., ::2]`` is a view of flip's new tensor in eager, strides (8, 2); we lower ``flip`` to a
+    re-indexing view of ``x``, so the output was a contiguous copy, (4, 1) (random program ``rnd112``; ``rnd134``
+    the same through ``cumsum().flip().expand()``). The flipped base is computed into a buffer of its own."""
+    x, y = torch.randn(13, 8), torch.randn(7, 2)
+    for fn, arg in ((lambda x: x.flip(-1)[..., ::2], x), (lambda y: y.cumsum(-1).flip(-1).unsqueeze(0).expand(2, 7, 2), y)):
+        compiled = check(fn, arg, fallbacks=0)
+        assert compiled(arg.to(DEVICE)).stride() == fn(arg.to(DEVICE)).stride()
