@@ -520,6 +520,19 @@ class TritonKernel(ReductionCodegenMixin):
         scaled = e(f"tl.where({big} == 0, {small}, {big} * tl.sqrt(1.0 + {r} * {r}))")  # 0, or NaN
         return e(f"tl.where(({x} == float('inf')) | ({y} == float('inf')), float('inf'), {scaled})")
 
+    def round(self, x: str) -> str:
+        """Half to even, as eager's (rint).  ``floor(x + 0.5)`` is wrong where ``x + 0.5`` rounds: 0.49999997 gave
+        1, the odd 8388609 gave 8388610 (past 2^23 every float is whole and ``x + 0.5`` a tie).  Here the
+        fraction ``x - floor(x)`` is exact; a zero result keeps x's sign (round(-0.4) is -0.0)."""
+        dtype = self._dtype(x)
+        e = lambda text: self._emit(text, dtype)
+        whole = e(f"tl.floor({x})")
+        fraction = e(f"{x} - {whole}")  # NaN for +-inf: then ``whole`` (inf) is kept below
+        even = self._emit(f"tl.floor({whole} * 0.5) * 2.0 == {whole}", torch.bool)
+        up = self._emit(f"({fraction} > 0.5) | (({fraction} == 0.5) & ~{even})", torch.bool)
+        rounded = e(f"tl.where({up}, {whole} + 1.0, {whole})")
+        return e(f"tl.where({rounded} == 0, {x} * 0.0, {rounded})")
+
     def signbit(self, x: str) -> str:
         """The sign bit, as eager's: set for -0.0 and a negative NaN, which ``x < 0`` misses. fp16/bf16 values
         live in fp32 registers, whose sign bit is theirs."""

@@ -37,8 +37,6 @@ UNARY = {
     "floor": ("tl.floor({0})", "same"),
     "ceil": ("tl.ceil({0})", "same"),
     "trunc": ("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))", "same"),
-    "round": (("tl.where({0} - tl.floor({0}) == 0.5, 2.0 * tl.floor(0.5 * tl.floor({0}) + 0.5), "
-               "tl.floor({0} + 0.5))"), "same"),  # half to even, like eager
     "sign": ("({0} > 0).to({t}) - ({0} < 0).to({t})", "same"),
     "reciprocal": ("1.0 / {0}", "float"),
     "relu": ("tl.where({0} < 0, 0, {0})", "same"),

@@ -145,3 +145,14 @@ def test_view_of_a_flip_keeps_eager_strides():
     for fn, arg in ((lambda x: x.flip(-1)[..., ::2], x), (lambda y: y.cumsum(-1).flip(-1).unsqueeze(0).expand(2, 7, 2), y)):
         compiled = check(fn, arg, fallbacks=0)
         assert compiled(arg.to(DEVICE)).stride() == fn(arg.to(DEVICE)).stride()
+
+
+def test_round_half_to_even_where_x_plus_half_rounds():
+    """``torch.round(0.49999997)`` is 0 and ``round(8388609.0)`` is 8388609 in eager; ``floor(x + 0.5)`` gave 1
+    and 8388610 (``x + 0.5`` itself rounds), and ``round(-0.4)`` lost its sign (0.0, eager -0.0)."""
+    x = torch.tensor([0.49999997, -0.49999997, 8388609.0, -8388609.0, 8388611.0, 2.5, 3.5, -2.5, 0.5, 1.5, -0.4,
+                      -0.0, 1e30, float("inf"), -float("inf"), float("nan")])
+    compiled = check(lambda x: (torch.round(x), torch.round(x.double() * 2 ** 29), torch.round(x.half())), x,
+                     atol=0, rtol=0, kernels=1, fallbacks=0)
+    ours = compiled(x.to(DEVICE))[0]
+    assert torch.equal(ours.signbit(), torch.round(x.to(DEVICE)).signbit())
