@@ -491,10 +491,13 @@ def iota(length, *, start, step, dtype, device, requires_grad=False):
 
 @register_lowering(aten.arange)
 def arange(*args, **kwargs):
+    """``arange(end)``, ``arange(start, end)``, ``arange(start, end, step)``.  Read by position: a symbolic bound
+    is a sympy expression, and counting only the numbers took ``arange(-1, s0 + 2)`` for ``arange(-1)``'s
+    start 0 (a reflection pad's indices, off by one, under ``dynamic=True``)."""
     val = meta_val()
-    nums = [a for a in args if isinstance(a, (int, float))]
-    start, step = (0, 1) if len(nums) == 1 else (nums[0], nums[2] if len(nums) > 2 else 1)
-    if not all(isinstance(v, int) for v in (start, step)):
+    start = args[0] if len(args) > 1 else kwargs.get("start", 0)
+    step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+    if any(isinstance(v, float) for v in (start, step)):
         dtype = val.dtype
         return TensorBox.create(Pointwise(val.device, dtype, lambda index: ops.add(
             ops.constant(start, dtype), ops.mul(ops.index_expr(index[0], dtype), ops.constant(step, dtype))),

@@ -158,3 +158,19 @@ def test_round_half_to_even_where_x_plus_half_rounds():
                      atol=0, rtol=0, kernels=1, fallbacks=0)
     ours = compiled(x.to(DEVICE))[0]
     assert torch.equal(ours.signbit(), torch.round(x.to(DEVICE)).signbit())
+
+
+def test_arange_with_a_symbolic_end_keeps_its_start():
+    """``torch.arange(-1, x.shape[0] + 2)`` compiled with ``dynamic=True`` gave ``[0, 1, ...]``: the lowering
+    counted the numeric arguments, and with a symbolic end only the start was one, read as ``arange(end)``.
+    A reflection pad (whose decomposition indexes with such an arange) was off by one row (programs
+    ``pad_reflect_2d``, ``pad_replicate_3d`` under ``dynamic=True``)."""
+    import torch.nn.functional as F
+    def fn(x):
+        n = x.shape[0]
+        return torch.arange(-1, n + 2), torch.arange(2, n, 2), F.pad(x[None], (2, 1, 1, 2), mode="reflect")
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows in (4, 6):
+        x = torch.randn(rows, 5)
+        for out, want in zip(compiled(x), fn(x)):
+            assert torch.equal(out, want)
