@@ -48,10 +48,10 @@ def test_low_precision_python_scalars_convert_like_eager(dtype):
     must stay so. 256 elements: eager's scalar loop over a vector's tail rounds ``b * alpha`` on its own."""
     torch.manual_seed(0)
     a, b = (torch.randn(256) * 100).to(dtype), (torch.randn(256) * 3).to(dtype)
-    if DEVICE == "cpu":  # on CUDA add/sub read the scalar in fp32 (opmath): checked there by the same program
+    if DEVICE == "cpu":  # CUDA reads add/sub's scalar in fp32 (opmath) and divides by one as a * (1 / b)
         check(lambda a, b: (a - 2049, a + 0.3, 0.3 - a, torch.add(a, b, alpha=0.3), torch.sub(a, b, alpha=0.3),
-                            torch.rsub(a, 2.7, alpha=0.3)), a, b, atol=0, rtol=0, fallbacks=0)
-    check(lambda a, s: (a % 0.3, torch.fmod(a, 0.3), a == 0.2998, a * 2049, a * 0.1, a / 0.3, a // 0.3, a * s, a / s),
+                            torch.rsub(a, 2.7, alpha=0.3), a / 0.3), a, b, atol=0, rtol=0, fallbacks=0)
+    check(lambda a, s: (a % 0.3, torch.fmod(a, 0.3), a == 0.2998, a * 2049, a * 0.1, a // 0.3, a * s, a / s),
           a, torch.tensor(0.1), atol=0, rtol=0, fallbacks=0)
 
 
