@@ -35,7 +35,8 @@ Dynamic shapes: ``aot_module(..., dynamic=True)`` traces on Dynamo's own fake in
 ([Note: dynamic shapes in AOTAutograd]).
 
 Left out (compared with upstream): tensor subclasses, double backward, RNG functionalization,
-aliasing between outputs and inputs (outputs are returned as computed, never re-made as views), metadata mutations
+aliasing between outputs and inputs in training graphs (outputs are returned as computed, never re-made as views;
+inference graphs re-make them in compile_fx: [Note: outputs that alias inputs]), metadata mutations
 of inputs (``t_()``, ``resize_``) which raise. Mirrors ``torch/_functorch/aot_autograd.py`` and
 ``torch/_functorch/_aot_autograd/`` (collect_metadata_analysis, graph_capture_wrappers, runtime_wrappers).
 """

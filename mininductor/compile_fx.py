@@ -225,10 +225,52 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None 
         if mode is not None:
             changes["mode"] = mode
         key = fx_graph_cache.cache_key(gm, example_inputs, changes)
-        cached = fx_graph_cache.lookup(key)
-        if cached is not None:  # the same computation was compiled already (a loop body for another iteration)
-            return cached
-        return fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
+        compiled = fx_graph_cache.lookup(key)
+        if compiled is None:  # else the same computation was compiled already (a loop body for another iteration)
+            compiled = fx_graph_cache.save(key, _compile_fx_uncached(gm, example_inputs, mode, options, changes))
+        return _regenerate_input_aliases(compiled, gm, example_inputs)
+
+
+def _input_aliases(gm: torch.fx.GraphModule) -> list[tuple[int, int, tuple, tuple, int]]:
+    """``(output leaf, input, size, stride, offset)`` for each output that eager returns as a view of an input,
+    read from Dynamo's fake values (``meta['example_value']``), static shapes only.  The offset is relative to
+    the input's: another call may pass a view that starts elsewhere in its storage."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    fake = lambda n: n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
+    inputs = [fake(n) for n in gm.graph.find_nodes(op="placeholder")]
+    storages = {StorageWeakRef(t.untyped_storage()): i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)}
+    out_node = next(iter(gm.graph.find_nodes(op="output")))
+    aliases = []
+    for leaf, node in enumerate(pytree.tree_leaves(out_node.args[0])):
+        t = fake(node)
+        i = storages.get(StorageWeakRef(t.untyped_storage())) if isinstance(t, torch.Tensor) else None
+        if i is None or inputs[i].dtype != t.dtype or any(isinstance(v, torch.SymInt) for v in (
+                *t.shape, *t.stride(), t.storage_offset(), inputs[i].storage_offset())):
+            continue
+        aliases.append((leaf, i, tuple(t.shape), t.stride(), t.storage_offset() - inputs[i].storage_offset()))
+    return aliases
+
+
+def _regenerate_input_aliases(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """[Note: outputs that alias inputs]  ``y = x.view(-1); y.mul_(2); return y`` returns a view of ``x`` in
+    eager: writing to ``y`` later writes ``x``.  The functional graph computes ``y``'s values into a buffer of
+    its own (and copies them back into ``x``), so the output is re-made as a view of the input after the call,
+    as upstream's runtime wrapper does (``gen_alias_from_base``; here always ``as_strided``).  Inference only:
+    a training graph's outputs carry autograd history of their own."""
+    aliases = [] if is_training(example_inputs) else _input_aliases(gm)
+    if not aliases:
+        return compiled
+
+    def with_aliases(*args):
+        leaves, spec = pytree.tree_flatten(compiled(*args))
+        for leaf, i, size, stride, offset in aliases:
+            base = args[i]
+            if isinstance(leaves[leaf], torch.Tensor) and isinstance(base, torch.Tensor) and \
+                    leaves[leaf].untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+                leaves[leaf] = base.as_strided(size, stride, base.storage_offset() + offset)
+        return pytree.tree_unflatten(leaves, spec)
+
+    return with_aliases
 
 
 def _compile_fx_uncached(gm, example_inputs, mode, options, changes):

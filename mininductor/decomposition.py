@@ -48,7 +48,22 @@ def _table() -> dict:
         for name in packet.overloads():
             table.pop(getattr(packet, name), None)
     table[aten.slice_scatter.default] = slice_scatter
+    table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
     return table
+
+
+def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: float = 0.0, is_causal: bool = False,
+                                               *, attn_mask=None, scale=None):
+    """What ``F.scaled_dot_product_attention`` runs on the CPU, as the math kernel, with the op's own layout.
+
+    Upstream's decomposition (which Inductor excludes) ends in ``permute(2, 0, 1, 3).contiguous().permute(1, 2,
+    0, 3)``, mimicking an older flash kernel that allocated (N, L, H, E): its output had strides (24, 8, 48, 1)
+    where eager's and the op's meta are row-major (120, 40, 8, 1). The math kernel's output is row-major
+    already."""
+    output, attn = aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
+        scale=scale, enable_gqa=query.size(1) != key.size(1))
+    return output.contiguous(), attn
 
 
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):

@@ -183,6 +183,12 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node = n
         result = super().run_node(n)
         if isinstance(result, TensorBox) and n.op == "call_function":
+            if n in self.output_bases and not _is_view_node(n) and result.data is not result.storage():
+                # eager makes a new tensor here, which an output is (a view of); we lowered it to a view of
+                # another buffer (``flip`` re-indexes its input): a copy of its own, or the output's view of it
+                # would be a contiguous copy (``x.flip(-1)[..., ::2]`` had strides (4, 1), eager's (8, 2))
+                from .lowering import clone
+                result = clone(result)
             storage = result.storage()
             if result.data is storage and n in self.output_bases and isinstance(storage.data, ir.Pointwise) \
                     and (stride := _eager_stride(n, self.original_strides.get(n))) is not None:
@@ -240,7 +246,9 @@ class GraphLowering(torch.fx.Interpreter):
             return args[0][args[1]]
         if target in SIZE_OPS:  # size arithmetic of a symbolic graph: sympy expressions, evaluated by the wrapper
             return SIZE_OPS[target](*args, **kwargs)
-        if target in lowerings:
+        if _touches_complex(self.current_node):
+            self.fallback_reason = "complex tensors (Triton has no complex type)"
+        elif target in lowerings:
             try:
                 return lowerings[target](*args, **kwargs)
             except NotImplementedError as e:  # the lowering declines this case (bool masks, device copies...)
@@ -341,3 +349,12 @@ class GraphLowering(torch.fx.Interpreter):
         if not indices:  # an opaque object (a profiler handle...): referenced by the fallback's own name
             return ir.OpaqueOutput(parent.get_name())
         return val
+
+
+def _touches_complex(node) -> bool:
+    """Does ``node`` read or make a complex tensor?  Triton has no complex type, so such an op runs in ATen
+    (``view_as_complex(x).abs()`` compiled a kernel over a complex64 pointer, which raised at launch)."""
+    if not isinstance(node, torch.fx.Node):
+        return False
+    values = [node.meta.get("val"), *(n.meta.get("val") for n in node.all_input_nodes)]
+    return any(isinstance(v, torch.Tensor) and v.is_complex() for v in pytree.tree_leaves(values))

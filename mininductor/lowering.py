@@ -179,7 +179,7 @@ def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
 _UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos",
           "tan", "tanh", "sigmoid", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
           "floor", "ceil", "trunc", "round", "sign", "reciprocal", "relu", "bitwise_not"]
-_BINARY = ["mul", "maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
+_BINARY = ["maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
            "remainder", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift"]
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
 _LOGICAL = ["logical_and", "logical_or", "logical_xor", "logical_not"]
@@ -218,17 +218,64 @@ register_lowering(prims.neg, prims.abs)(make_pointwise_lowering("neg"))
 lowerings[prims.abs.default] = make_pointwise_lowering("abs")
 
 
+def _low_precision(dtype: torch.dtype) -> bool:
+    return dtype in (torch.float16, torch.bfloat16)
+
+
+def _scalar_in_fp32(op: str, args) -> bool:
+    """Whether eager's fp16/bf16 kernel for ``op`` reads its Python scalar operand (and ``alpha``) in fp32.
+
+    [Note: Python scalars in fp16/bf16 ops]  Eager converts a scalar operand to the tensor's type
+    (``iter.scalar_value<scalar_t>``), so ``x16 - 2049`` subtracts 2048 and ``x16 % 0.3`` divides by 0.2998: an
+    fp16/bf16 ``ops.constant`` is rounded (``constant_repr``).  Some kernels have a scalar fast path that reads
+    it in fp32 (``opmath``) instead and round only their result: mul and div on both devices (CPU:
+    ``original_scalar_value<opmath_t>``; CUDA: ``opmath_symmetric_gpu_kernel_with_scalars``), and add/sub and
+    their ``alpha`` on CUDA (the ufunc's ``CUDAFunctorOnOther``); measured on CPU, read from ATen for CUDA.
+    The CPU's fast path also takes a 0-dim tensor as mul's or div's second operand (``x16 * torch.tensor(0.1)``
+    multiplies by the fp32 0.1)."""
+    cuda = device_of(args).type == "cuda"
+    if op in ("mul", "div") and not cuda and isinstance(args[1], ir.IRNode) and len(args[1].get_size()) == 0:
+        return True
+    if not any(isinstance(a, (int, float)) for a in args):
+        return False
+    return op in ("mul", "div") or (op in ("add", "sub") and cuda)
+
+
+def _rounded_scalar(value, dtype: torch.dtype):
+    """A Python scalar as eager's kernel converts it to a low-precision tensor's type."""
+    return float(torch.tensor(float(value), dtype=dtype)) if _low_precision(dtype) else value
+
+
+@register_lowering(aten.mul, prims.mul)
+def mul(a, b):
+    out, compute = _dtype_for((a, b), "default")
+    if _low_precision(out) and _scalar_in_fp32("mul", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
+        compute = torch.float32
+    return pointwise([a, b], ops.mul, out, compute)
+
+
 def _add_sub(name: str) -> Callable:
     def lowering(a, b, alpha=1):
-        if alpha != 1:
-            out, _ = _dtype_for((a, b), "default")
-            b = pointwise([b], lambda v: ops.mul(v, ops.constant(alpha, out)), out) \
-                if isinstance(b, ir.IRNode) else b * alpha
-        if name == "add" and _dtype_for((a, b), "default")[0] == torch.bool:
+        out, compute = _dtype_for((a, b), "default")
+        if name == "add" and out == torch.bool:
             # eager's True + True is True; Triton's int1 add wraps to False (Inductor lowers it as logical_or too)
             return make_pointwise_lowering("logical_or", "logical")(a, b)
-        return make_pointwise_lowering(name)(a, b)
+        if alpha == 1:
+            return pointwise([a, b], getattr(ops, name), out, compute)
+        return _axpy(a, b, alpha, lambda x, y: getattr(ops, name)(x, y), out, compute, name)
     return lowering
+
+
+def _axpy(a, b, alpha, combine: Callable, out: torch.dtype, compute: torch.dtype, name: str) -> TensorBox:
+    """``combine(a, b * alpha)`` as one op, rounded once: eager's add/sub/rsub with ``alpha`` is one kernel, whose
+    fp16/bf16 alpha (and scalar operand) is converted to the tensor's type on the CPU and read in fp32 on CUDA
+    ([Note: Python scalars in fp16/bf16 ops])."""
+    if _low_precision(out):
+        if not _scalar_in_fp32(name, (a, b, float(alpha))):
+            alpha = _rounded_scalar(alpha, out)
+            a, b = (_rounded_scalar(v, out) if isinstance(v, (int, float)) else v for v in (a, b))
+        compute = torch.float32
+    return pointwise([a, b], lambda x, y: combine(x, ops.mul(y, ops.constant(alpha, compute))), out, compute)
 
 
 register_lowering(aten.add, prims.add)(_add_sub("add"))
@@ -238,7 +285,7 @@ register_lowering(aten.sub, prims.sub)(_add_sub("sub"))
 @register_lowering(aten.rsub)
 def rsub(a, b, alpha=1):
     out, compute = _dtype_for((a, b), "default")
-    return pointwise([b, a], lambda x, y: ops.sub(x, ops.mul(y, ops.constant(alpha, compute))), out, compute)
+    return _axpy(b, a, alpha, ops.sub, out, compute, "sub")
 
 
 @register_lowering(aten.div, prims.div, aten.true_divide)
@@ -248,6 +295,8 @@ def div(a, b, rounding_mode=None):
     if target is prims.div.default and not is_float(out):
         rounding_mode = "trunc"
     if rounding_mode is None:
+        if _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
+            compute = torch.float32
         return pointwise([a, b], ops.truediv, out, compute)
     if rounding_mode == "floor":
         return floor_divide(a, b)
@@ -280,6 +329,8 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
     """
     cuda, low = device_of([a, b]).type == "cuda", out in (torch.float16, torch.bfloat16)
     scalar_b = not isinstance(b, ir.IRNode)
+    if scalar_b:  # a scalar divisor is read in fp32, unrounded ([Note: Python scalars in fp16/bf16 ops])
+        compute = torch.float32 if low else compute
     if low and isinstance(a, (int, float)):
         a = float(torch.tensor(a, dtype=out))  # a scalar dividend is converted to the tensor's type first
     rounded = lambda v: ops.to_dtype(v, out) if low else v
@@ -440,10 +491,13 @@ def iota(length, *, start, step, dtype, device, requires_grad=False):
 
 @register_lowering(aten.arange)
 def arange(*args, **kwargs):
+    """``arange(end)``, ``arange(start, end)``, ``arange(start, end, step)``.  Read by position: a symbolic bound
+    is a sympy expression, and counting only the numbers took ``arange(-1, s0 + 2)`` for ``arange(-1)``'s
+    start 0 (a reflection pad's indices, off by one, under ``dynamic=True``)."""
     val = meta_val()
-    nums = [a for a in args if isinstance(a, (int, float))]
-    start, step = (0, 1) if len(nums) == 1 else (nums[0], nums[2] if len(nums) > 2 else 1)
-    if not all(isinstance(v, int) for v in (start, step)):
+    start = args[0] if len(args) > 1 else kwargs.get("start", 0)
+    step = args[2] if len(args) > 2 else kwargs.get("step", 1)
+    if any(isinstance(v, float) for v in (start, step)):
         dtype = val.dtype
         return TensorBox.create(Pointwise(val.device, dtype, lambda index: ops.add(
             ops.constant(start, dtype), ops.mul(ops.index_expr(index[0], dtype), ops.constant(step, dtype))),

@@ -201,7 +201,7 @@ def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
 
 def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        result = call_graph_op(tx, "call_function", op, [a, b], {})
+        result = call_graph_op(tx, "call_function", _printable(op, a), [a, b], {})
         if op.__name__.startswith("i") and isinstance(a, TensorVariable) and op is not operator.is_:
             return a  # x += y mutates x and returns it
         return result
@@ -228,6 +228,17 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         dunder = f"__{op.__name__.strip('_')}__"
         return a.call_method(tx, dunder, [b], {})
     unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+
+def _printable(op: Callable, a: VariableTracker) -> Callable:
+    """``op``, or ``torch.pow`` for ``(-2) ** x``: FX prints ``operator.pow(-2, x)`` as ``-2 ** x``, which Python
+    reads as ``-(2 ** x)`` when the graph's code runs (``(-2) ** 4`` gave -16).  ``x`` is a tensor here, and
+    ``torch.pow(-2, x)`` is what ``Tensor.__rpow__`` calls."""
+    if op in (operator.pow, operator.ipow) and a.is_python_constant():
+        value = a.as_python_constant()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.copysign(1, value) < 0:
+            return torch.pow
+    return op
 
 
 SET_OPERATORS = (operator.and_, operator.or_, operator.sub, operator.xor)

@@ -24,9 +24,7 @@ UNARY = {
     "neg": ("-{0}", "same"),
     "exp": ("tl.exp({0})", "float"),
     "exp2": ("tl.exp2({0})", "float"),
-    "expm1": ("tl.exp({0}) - 1.0", "float"),
     "log": ("tl.log({0})", "float"),
-    "log1p": ("tl.log(1.0 + {0})", "float"),
     "log2": ("tl.log2({0})", "float"),
     "log10": ("tl.log({0}) * 0.4342944819032518", "float"),
     "sqrt": ("tl.sqrt({0})", "float"),
@@ -34,19 +32,11 @@ UNARY = {
     "sin": ("tl.sin({0})", "float"),
     "cos": ("tl.cos({0})", "float"),
     "tan": ("tl.sin({0}) / tl.cos({0})", "float"),
-    "tanh": ("2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0", "float"),
     "sigmoid": ("1.0 / (1.0 + tl.exp(-{0}))", "float"),
     "erf": ("tl.erf({0})", "float"),
-    "sinh": ("0.5 * (tl.exp({0}) - tl.exp(-{0}))", "float"),
-    "cosh": ("0.5 * (tl.exp({0}) + tl.exp(-{0}))", "float"),
-    "asinh": ("tl.log({0} + tl.sqrt({0} * {0} + 1.0))", "float"),
-    "acosh": ("tl.log({0} + tl.sqrt({0} * {0} - 1.0))", "float"),
-    "atanh": ("0.5 * tl.log((1.0 + {0}) / (1.0 - {0}))", "float"),
     "floor": ("tl.floor({0})", "same"),
     "ceil": ("tl.ceil({0})", "same"),
     "trunc": ("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))", "same"),
-    "round": (("tl.where({0} - tl.floor({0}) == 0.5, 2.0 * tl.floor(0.5 * tl.floor({0}) + 0.5), "
-               "tl.floor({0} + 0.5))"), "same"),  # half to even, like eager
     "sign": ("({0} > 0).to({t}) - ({0} < 0).to({t})", "same"),
     "reciprocal": ("1.0 / {0}", "float"),
     "relu": ("tl.where({0} < 0, 0, {0})", "same"),
@@ -55,7 +45,6 @@ UNARY = {
     "isnan": ("{0} != {0}", "bool"),
     "isinf": ("tl.abs({0}) == float('inf')", "bool"),
     "isfinite": ("tl.abs({0}) < float('inf')", "bool"),
-    "signbit": ("{0} < 0", "bool"),
 }
 
 # Under Triton's interpreter these run as NumPy float32 ufuncs, whose SIMD versions vary with the CPU (and NumPy 2.5
@@ -88,12 +77,7 @@ BINARY = {
     "bitwise_xor": ("{0} ^ {1}", "same"),
     "bitwise_left_shift": ("{0} << {1}", "same"),
     "bitwise_right_shift": ("{0} >> {1}", "same"),
-    "hypot": ("tl.sqrt({0} * {0} + {1} * {1})", "float"),
     "copysign": ("tl.where(({1} < 0) | ((1.0 / {1}) < 0), -tl.abs({0}), tl.abs({0}))", "float"),
-    # exp(b*log(a)), with eager's answers for a < 0 and an integer b (sign from b's parity) and for b == 0
-    "pow": (("tl.where({1} == 0, 1.0, tl.where(({0} < 0) & (tl.floor({1}) == {1}), "
-             "tl.where(tl.floor({1} * 0.5) * 2.0 == {1}, 1.0, -1.0) * tl.exp({1} * tl.log(tl.abs({0}))), "
-             "tl.exp({1} * tl.log({0}))))"), "float"),
 }
 
 REDUCTION_IDENTITY = {
@@ -118,7 +102,9 @@ def constant_repr(value, dtype: torch.dtype) -> str:
     if isinstance(value, bool) or dtype == torch.bool:
         return "1" if value else "0"
     if dtype.is_floating_point:
-        value = float(value)
+        # An fp16/bf16 constant holds a value of that type, as eager converts a scalar to the tensor's type
+        # (``x16 - 2049`` subtracts 2048); it lives in fp32 registers like every fp16/bf16 value.
+        value = float(torch.tensor(float(value), dtype=dtype))
         if math.isnan(value):
             return "float('nan')"
         if value in (float("inf"), float("-inf")):

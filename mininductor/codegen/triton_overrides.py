@@ -10,9 +10,14 @@ through the kernel's ``_emit(text, dtype)``.  The simple ops are one line of tex
 * integer ``floordiv``/``truncdiv``/``remainder`` with C's and Python's conventions reconciled; float ``fmod``
   exact on both sides (libdevice on the GPU, NumPy's under the interpreter); ``div_rn``, correctly rounded division
   (float floor division is composed from these in ``lowering._float_floor_divide``).
-* ``atan``/``asin``/``acos``/``atan2``, which Triton lacks without libdevice (absent under the interpreter).
+* ``pow``, ``hypot``, ``round``, ``signbit`` with C's answers at the edges (signed zeros, infinities, NaN).
+* ``expm1``/``log1p``/``tanh``/``sinh``/``cosh``, their inverses and the ``atan`` family, which Triton lacks or
+  computes inexactly without libdevice (absent under the interpreter): [Note: small-argument math without
+  libdevice].
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -20,7 +25,8 @@ from .triton_ops import BINARY, INTERPRETED_UNARY, TL_DTYPE, UNARY
 
 
 class TritonOverrides:
-    """The math half of ``TritonKernel``'s ops handler (needs ``_emit``, ``_dtype``, ``_rounded``, ``interpret``)."""
+    """The math half of ``TritonKernel``'s ops handler (needs ``_emit``, ``_dtype``, ``_rounded``, ``interpret``,
+    ``constant``)."""
 
     def to_dtype(self, value: str, dtype: torch.dtype, src_dtype=None) -> str:
         src = self._dtype(value)
@@ -105,30 +111,188 @@ class TritonOverrides:
             return self._emit(f"libdevice.fmod({a}, {b})", dtype)
         return self._emit(f"{a} - {self.truncdiv(a, b)} * {b}", dtype)
 
+    def pow(self, a: str, b: str) -> str:
+        """``exp(b * log|a|)`` with C's answers where that formula has none.
+
+        The formula amplifies log's rounding by |b log a| (71 ulp at 1.4e7 ** 5), so fp32 (and fp16/bf16, in fp32
+        registers) computes it in fp64 and rounds once.  Then: a negative base (or -0.0) takes the sign of an odd
+        integer b (pow(-0.0, -1) is -inf) and is NaN for a fractional one, except -inf (pow(-inf, 0.5) is inf);
+        1 for b == 0, for a == 1 (even when b is NaN) and for a == -1 with b = +-inf."""
+        dtype = self._result("float", a, b)
+        wide = lambda v: f"{v}.to(tl.float64)" if dtype != torch.float64 else v
+        e = lambda text: self._emit(text, torch.float64)
+        x, y = e(wide(a)), e(wide(b))
+        is_int = self._emit(f"tl.floor({y}) == {y}", torch.bool)
+        odd = self._emit(f"{is_int} & (tl.floor({y} * 0.5) * 2.0 != {y})", torch.bool)
+        negative = self._emit(f"({x} < 0) | (1.0 / {x} < 0)", torch.bool)  # -0.0 too
+        magnitude = e(f"tl.exp({y} * tl.log(tl.abs({x})))")
+        signed = e(f"tl.where({negative} & {odd}, -{magnitude}, {magnitude})")
+        fractional = e(f"tl.where(({x} < 0) & ({x} != float('-inf')) & ~{is_int}, float('nan'), {signed})")
+        one = self._emit(f"({y} == 0) | ({x} == 1) | (({x} == -1) & (tl.abs({y}) == float('inf')))", torch.bool)
+        result = e(f"tl.where({one}, 1.0, {fractional})")
+        return result if dtype == torch.float64 else self._emit(f"{result}.to({TL_DTYPE[dtype]})", dtype)
+
+    def hypot(self, a: str, b: str) -> str:
+        """``big * sqrt(1 + (small / big)^2)``: ``sqrt(a*a + b*b)`` overflowed past 1.8e19 (fp32); an infinite
+        side wins over a NaN one, as C's."""
+        dtype = self._result("float", a, b)
+        e = lambda text: self._emit(text, dtype)
+        x, y = e(f"tl.abs({a})"), e(f"tl.abs({b})")
+        big, small = e(f"tl.where({x} >= {y}, {x}, {y})"), e(f"tl.where({x} >= {y}, {y}, {x})")  # NaN: in r
+        r = e(f"{small} / {big}")
+        scaled = e(f"tl.where({big} == 0, {small}, {big} * tl.sqrt(1.0 + {r} * {r}))")  # 0, or NaN
+        return e(f"tl.where(({x} == float('inf')) | ({y} == float('inf')), float('inf'), {scaled})")
+
+    def round(self, x: str) -> str:
+        """Half to even, as eager's (rint).  ``floor(x + 0.5)`` is wrong where ``x + 0.5`` rounds: 0.49999997 gave
+        1, the odd 8388609 gave 8388610 (past 2^23 every float is whole and ``x + 0.5`` a tie).  Here the
+        fraction ``x - floor(x)`` is exact; a zero result keeps x's sign (round(-0.4) is -0.0)."""
+        dtype = self._dtype(x)
+        e = lambda text: self._emit(text, dtype)
+        whole = e(f"tl.floor({x})")
+        fraction = e(f"{x} - {whole}")  # NaN for +-inf: then ``whole`` (inf) is kept below
+        even = self._emit(f"tl.floor({whole} * 0.5) * 2.0 == {whole}", torch.bool)
+        up = self._emit(f"({fraction} > 0.5) | (({fraction} == 0.5) & ~{even})", torch.bool)
+        rounded = e(f"tl.where({up}, {whole} + 1.0, {whole})")
+        return e(f"tl.where({rounded} == 0, {x} * 0.0, {rounded})")
+
+    def signbit(self, x: str) -> str:
+        """The sign bit, as eager's: set for -0.0 and a negative NaN, which ``x < 0`` misses. fp16/bf16 values
+        live in fp32 registers, whose sign bit is theirs."""
+        dtype = self._dtype(x)
+        if not dtype.is_floating_point:
+            return self._emit(f"{x} < 0", torch.bool)
+        bits = "tl.int64" if dtype == torch.float64 else "tl.int32"
+        return self._emit(f"{x}.to({bits}, bitcast=True) < 0", torch.bool)
+
+    # [Note: small-argument math without libdevice]  ``exp(x) - 1`` is 0 for |x| < 6e-8 where eager's expm1 is
+    # x, and ``log(1 + x)``, ``2 / (1 + exp(-2x)) - 1`` (tanh), ``exp(x) - exp(-x)`` and their inverses lose
+    # every digit the same way; ``exp(x)`` overflows in ``0.5 * exp(89)`` where cosh(89) does not.  Libdevice
+    # (Inductor's choice) is not available interpreted, so these use a short Taylor series below 0.25, where
+    # cancellation would cost more than 2 bits, and the plain formula above it -- polynomials and tl.exp/tl.log
+    # only, the same on the GPU and under the interpreter.  fp64 takes more terms.
+    def _float(self, x: str) -> torch.dtype:
+        return self._result("float", x)
+
+    def _poly(self, x: str, coefficients, dtype) -> str:
+        """``c0 + c1*x + c2*x^2 + ...`` by Horner's rule."""
+        text = repr(float(coefficients[-1]))
+        for c in reversed(coefficients[:-1]):
+            text = f"{float(c)!r} + {x} * ({text})"
+        return self._emit(text, dtype)
+
+    def _terms(self, dtype, fp32: int, fp64: int) -> int:
+        return fp64 if dtype == torch.float64 else fp32
+
+    def _odd(self, x: str, magnitude: str, dtype) -> str:
+        """``magnitude`` (a function of |x|) given x's sign; +-0 and NaN are x itself (tanh(-0.0) is -0.0)."""
+        return self._emit(f"tl.where({x} < 0, -{magnitude}, tl.where({x} > 0, {magnitude}, {x}))", dtype)
+
+    def expm1(self, x: str) -> str:
+        dtype = self._float(x)
+        n = self._terms(dtype, 8, 14)  # x^n/n! below eps at |x| = 0.25
+        series = self._emit(f"{x} * {self._poly(x, [1 / math.factorial(k + 1) for k in range(n)], dtype)}", dtype)
+        return self._emit(f"tl.where(tl.abs({x}) < 0.25, {series}, tl.exp({x}) - 1.0)", dtype)
+
+    def log1p(self, x: str) -> str:
+        """``2 * atanh(s)``, ``s = x / (2 + x)``: an odd series in |s| < 0.15 for |x| < 0.25."""
+        dtype = self._float(x)
+        s = self._emit(f"{x} / (2.0 + {x})", dtype)
+        s2 = self._emit(f"{s} * {s}", dtype)
+        n = self._terms(dtype, 6, 11)
+        series = self._emit(f"2.0 * {s} * {self._poly(s2, [1 / (2 * k + 1) for k in range(n)], dtype)}", dtype)
+        return self._emit(f"tl.where(tl.abs({x}) < 0.25, {series}, tl.log(1.0 + {x}))", dtype)
+
+    def tanh(self, x: str) -> str:
+        """``-t / (t + 2)`` with ``t = expm1(-2|x|)`` in [-1, 0]: no cancellation, no overflow."""
+        dtype = self._float(x)
+        t = self.expm1(self._emit(f"-2.0 * tl.abs({x})", dtype))
+        return self._odd(x, self._emit(f"-{t} / ({t} + 2.0)", dtype), dtype)
+
+    def sinh(self, x: str) -> str:
+        """``(m + m / (m + 1)) / 2`` with ``m = expm1(|x|)``; past |x| = 20, ``exp(|x|/2)^2 / 2``, which does not
+        overflow before sinh does."""
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        m = self.expm1(a)
+        half = self._emit(f"tl.exp(0.5 * {a})", dtype)
+        magnitude = self._emit(f"tl.where({a} > 20.0, (0.5 * {half}) * {half}, 0.5 * ({m} + {m} / ({m} + 1.0)))",
+                               dtype)
+        return self._odd(x, magnitude, dtype)
+
+    def cosh(self, x: str) -> str:
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        half = self._emit(f"tl.exp(0.5 * {a})", dtype)
+        return self._emit(f"tl.where({a} > 20.0, (0.5 * {half}) * {half}, 0.5 * (tl.exp({a}) + tl.exp(-{a})))",
+                          dtype)
+
+    def asinh(self, x: str) -> str:
+        """``log1p(a + a^2 / (1 + sqrt(1 + a^2)))``; past 2^28 (a^2 would overflow or swamp the 1), log(2a)."""
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        small = self.log1p(self._emit(f"{a} + {a} * {a} / (1.0 + tl.sqrt(1.0 + {a} * {a}))", dtype))
+        magnitude = self._emit(f"tl.where({a} > 268435456.0, tl.log({a}) + {math.log(2)!r}, {small})", dtype)
+        return self._odd(x, magnitude, dtype)
+
+    def acosh(self, x: str) -> str:
+        """``log1p(t + sqrt(2t + t^2))``, ``t = x - 1`` (exact near 1); past 2^28, log(2x)."""
+        dtype = self._float(x)
+        t = self._emit(f"{x} - 1.0", dtype)
+        small = self.log1p(self._emit(f"{t} + tl.sqrt(2.0 * {t} + {t} * {t})", dtype))
+        # x < 1 is NaN (2t + t^2 would overflow to +inf for a huge negative x)
+        return self._emit(f"tl.where({x} > 268435456.0, tl.log({x}) + {math.log(2)!r}, "
+                          f"tl.where({x} < 1.0, float('nan'), {small}))", dtype)
+
+    def atanh(self, x: str) -> str:
+        dtype = self._float(x)
+        a = self._emit(f"tl.abs({x})", dtype)
+        magnitude = self._emit(f"0.5 * {self.log1p(self._emit(f'2.0 * {a} / (1.0 - {a})', dtype))}", dtype)
+        return self._odd(x, magnitude, dtype)
+
     def atan(self, x: str) -> str:
-        """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series."""
-        e = lambda text: self._emit(text, torch.float32)
+        """No libdevice: reduce |x| <= 1 (via 1/x), halve the angle twice, then a short odd series (|v| <= 0.2:
+        six terms for fp32, twelve for fp64)."""
+        dtype = self._float(x)
+        e = lambda text: self._emit(text, dtype)
         y = e(f"tl.where(tl.abs({x}) > 1.0, 1.0 / {x}, {x})")
         u = e(f"{y} / (1.0 + tl.sqrt(1.0 + {y} * {y}))")
         v = e(f"{u} / (1.0 + tl.sqrt(1.0 + {u} * {u}))")
         v2 = e(f"{v} * {v}")
-        series = e(f"4.0 * {v} * (1.0 + {v2} * (-1.0 / 3 + {v2} * (1.0 / 5 + {v2} * (-1.0 / 7 + {v2} * "
-                   f"(1.0 / 9 + {v2} * (-1.0 / 11))))))")
+        n = self._terms(dtype, 6, 12)
+        series = e(f"4.0 * {v} * {self._poly(v2, [(-1) ** k / (2 * k + 1) for k in range(n)], dtype)}")
         half_pi = 1.5707963267948966
-        return e(f"tl.where({x} > 1.0, {half_pi} - {series}, tl.where({x} < -1.0, -{half_pi} - {series}, {series}))")
+        # below sqrt(3 eps) atan(x) rounds to x; the halvings would cost a denormal its low bits (1e-40: 3e-5 off)
+        tiny = 2.0 ** -27 if dtype == torch.float64 else 2.0 ** -12
+        return e(f"tl.where(tl.abs({x}) < {tiny}, {x}, tl.where({x} > 1.0, {half_pi} - {series}, "
+                 f"tl.where({x} < -1.0, -{half_pi} - {series}, {series})))")
 
     def asin(self, x: str) -> str:
-        return self.atan(self._emit(f"{x} / tl.sqrt(1.0 - {x} * {x})", torch.float32))
+        """``atan(x / sqrt((1 - x)(1 + x)))``: ``1 - x * x`` would cancel near |x| = 1."""
+        dtype = self._float(x)
+        return self.atan(self._emit(f"{x} / tl.sqrt((1.0 - {x}) * (1.0 + {x}))", dtype))
 
     def acos(self, x: str) -> str:
-        return self._emit(f"1.5707963267948966 - {self.asin(x)}", torch.float32)
+        """``2 atan(sqrt((1 - x) / (1 + x)))``: ``pi/2 - asin(x)`` lost 5e-5 (relative) at x = 0.9999997."""
+        dtype = self._float(x)
+        return self._emit(f"2.0 * {self.atan(self._emit(f'tl.sqrt((1.0 - {x}) / (1.0 + {x}))', dtype))}", dtype)
 
     def atan2(self, y: str, x: str) -> str:
-        base = self.atan(self._emit(f"{y} / {x}", torch.float32))
-        pi = 3.141592653589793
-        return self._emit(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y} >= 0, {base} + {pi}, "
-                          f"{base} - {pi}), tl.where({y} > 0, {pi / 2}, tl.where({y} < 0, {-pi / 2}, 0.0))))",
-                          torch.float32)
+        """atan(y / x) moved to x's quadrant, with C's answers for signed zeros (atan2(-0.0, -1) is -pi,
+        atan2(0.0, -0.0) is pi) and for two infinities (atan2(inf, -inf) is 3pi/4), where y / x says nothing."""
+        dtype = self._result("float", y, x)
+        e = lambda text: self._emit(text, dtype)
+        base = self.atan(e(f"{y} / {x}"))
+        # constants typed like the result: a bare Python float in tl.where(c, 3.14.., -3.14..) is fp32
+        pi, half_pi, quarter_pi = (self.constant(v, dtype) for v in (math.pi, math.pi / 2, math.pi / 4))
+        y_pos = self._emit(f"({y} > 0) | (({y} == 0) & (1.0 / {y} > 0))", torch.bool)  # y's sign, zeros too
+        x_neg = self._emit(f"({x} < 0) | (1.0 / {x} < 0)", torch.bool)
+        general = e(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y_pos}, {base} + {pi}, {base} - {pi}), "
+                    f"tl.where({y} > 0, {half_pi}, tl.where({y} < 0, -{half_pi}, {x} + {y}))))")  # x NaN: NaN
+        zero_y = e(f"tl.where({x_neg}, tl.where({y_pos}, {pi}, -{pi}), {y})")
+        both_inf = e(f"tl.where({x} > 0, {quarter_pi}, 3.0 * {quarter_pi})")
+        return e(f"tl.where(({y} == 0) & ({x} == {x}), {zero_y}, tl.where((tl.abs({x}) == float('inf')) & "
+                 f"(tl.abs({y}) == float('inf')), tl.where({y_pos}, {both_inf}, -{both_inf}), {general}))")
 
     def __getattr__(self, name: str):
         if name in UNARY:

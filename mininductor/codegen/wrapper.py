@@ -272,13 +272,13 @@ class WrapperCodeGen:
             return [f"    {buf.get_name()} = {buf.parent.get_name()}{index}", self._ensure_layout(buf)]
         if isinstance(buf, ir.FallbackKernel):
             args = _ref(buf.args)
-            kwargs = "".join(f", {k}={_ref(v)}" for k, v in buf.fkwargs.items())
+            kwargs = "".join(f", {k}={_ref(v)!r}" for k, v in buf.fkwargs.items())  # repr: a str kwarg is quoted
             call = f"torch.ops.{buf.op._schema.name.replace('::', '.')}.{buf.op._overloadname}"
             return [f"    # fallback: no lowering for {buf.op}",
                     f"    {buf.get_name()} = {call}({_ref_args(args)}{kwargs})"]
         metrics.extern_call_count += 1
         args = _ref_args(_ref(buf.args))
-        kwargs = "".join(f", {k}={_ref(v)}" for k, v in buf.kwargs.items())
+        kwargs = "".join(f", {k}={_ref(v)!r}" for k, v in buf.kwargs.items())
         return [f"    {buf.get_name()} = {buf.kernel}({args}{kwargs})", self._ensure_layout(buf)]
 
     @staticmethod
