@@ -1,8 +1,8 @@
-"""How each ``ops.*`` call reads in Triton source (mirrors ``TritonOverrides`` in
-``torch/_inductor/codegen/triton.py``).
+"""How each simple ``ops.*`` call reads in Triton source: one format string per op (the ops that need more
+are methods of ``TritonOverrides`` in ``triton_overrides.py``, after Inductor's class of that name).
 
 Every formula here runs both compiled and under ``TRITON_INTERPRET=1``: no ``libdevice`` (which the interpreter
-cannot run), so ``tanh``, ``expm1``, ``round`` and friends are written with ``tl.exp``/``tl.log``/``tl.floor``.
+cannot run), so what needs it is a method that calls it on the GPU only ([Note: libdevice on the GPU]).
 NaN follows eager: ``maximum``/``minimum`` propagate NaN (``tl.maximum`` would drop it).
 """
 from __future__ import annotations

@@ -74,7 +74,7 @@ HEADER = IMPORTS + "".join(f"\n{h}\n" for h in HELPERS.values())  # every helper
 def header_for(kernel_sources: list[str]) -> str:
     """The module's imports and the helpers its kernels call."""
     used = [h for name, h in HELPERS.items() if any(re.search(rf"\b{name}\b", k) for k in kernel_sources)]
-    libdevice = "from triton.language.extra import libdevice  # GPU kernels only (fmod)\n" \
+    libdevice = "from triton.language.extra import libdevice  # GPU kernels only: fmod, pow, tanh...\n" \
         if any("libdevice." in k for k in kernel_sources) else ""
     return IMPORTS + libdevice + "".join(f"\n{h}\n" for h in used)
 
