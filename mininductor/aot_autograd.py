@@ -370,9 +370,28 @@ def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> 
 
 def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
     """An output without grad that *is* an output with grad (``y`` and ``y.detach()`` compiled to one buffer) is
-    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too."""
+    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too.
+    So is one that is a *view* (``aten.alias(y)``, what ``y.detach()`` becomes in an ATen graph run as it is): a
+    view returned by an ``autograd.Function`` takes ``requires_grad`` from its base whatever it is marked."""
     differentiable = {id(o) for o, rg in zip(outs, requires_grad) if rg}
-    return [o.detach() if not rg and id(o) in differentiable else o for o, rg in zip(outs, requires_grad)]
+    return [o.detach() if not rg and (id(o) in differentiable or o._is_view()) else o
+            for o, rg in zip(outs, requires_grad)]
+
+
+def _refuse_double_backward(grads: tuple) -> tuple:
+    """[Note: double backward]  Under ``create_graph=True`` eager's input gradients require grad (they are
+    functions of the inputs); ours come from a backward graph that autograd did not record, so they would look
+    constant, and a loss built on them (a gradient penalty) would silently miss that term.  As upstream
+    (``CompiledFunctionBackward``) and ``once_differentiable``, they are returned as requiring grad, through a node
+    that raises if a second backward reaches it.  (``once_differentiable`` alone decides from the incoming
+    gradients, which do not require grad in ``torch.autograd.grad(loss, x, create_graph=True)``.)"""
+    tensors = [g for g in grads if g is not None]
+    err = torch._C._functions.DelayedError(
+        b"minicompile: double backward (create_graph=True, then a backward through the gradients) of a compiled "
+        b"graph is not supported; compute the gradient penalty eagerly (minidynamo.disable)", len(tensors))
+    wrapped = err(*[g.detach().requires_grad_() for g in tensors])
+    wrapped = iter(wrapped if isinstance(wrapped, tuple) else (wrapped,))  # one tensor comes back bare
+    return tuple(None if g is None else next(wrapped) for g in grads)
 
 
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
@@ -394,11 +413,14 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             return tuple(fw_outs)
 
         @staticmethod
-        @torch.autograd.function.once_differentiable
         def backward(ctx, *grad_outs):
-            tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
-            grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
-            return tuple(next(grads) if has else None for has in num_grads)
+            with torch.no_grad():
+                tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
+                grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
+                grads = tuple(next(grads) if has else None for has in num_grads)
+            if torch.is_grad_enabled() and any(ctx.needs_input_grad):
+                return _refuse_double_backward(grads)
+            return grads
 
     def runtime(*args):
         outs = CompiledFunction.apply(*args)
