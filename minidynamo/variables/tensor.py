@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 from torch.utils._pytree import tree_map
@@ -231,11 +232,26 @@ def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None
                       "create it outside the compiled function (or as an nn.Parameter of a module)")
 
 
+def _symbolic_dispatch(args: list, kwargs: dict):
+    """[Note: composite ops on symbolic sizes]  An op whose C++ kernel is composite (``F.pad`` -> ``aten.pad`` ->
+    ``constant_pad_nd``, ``split``, ``max_pool1d``, ``upsample_nearest1d``) reads ``self.sizes()`` as plain ints;
+    on a fake tensor of size ``s0`` that is ``int(s0)``, which *specialises* the symbol (a guard ``s0 == 3``): one
+    graph per size under ``dynamic=True``.  The Python dispatcher routes such ops to their Python (SymInt-aware)
+    decompositions instead, as upstream's ``get_fake_value`` does.  Only where a size is a symbol: static traces
+    keep the C++ kernels (faster, and unchanged)."""
+    def symbolic(v):
+        return is_symbolic(v) or isinstance(v, torch.Tensor) and is_symbolic(tuple(v.shape))
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    if any(symbolic(v) for v in leaves):
+        return enable_python_dispatcher()
+    return contextlib.nullcontext()
+
+
 def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
     output = tx.output
     try:
         with output.fake_mode, no_dispatch_cache(output.fake_mode), torch.set_grad_enabled(output.grad_enabled), \
-                tracing_autocast(output):
+                tracing_autocast(output), _symbolic_dispatch(args, kwargs):
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
             else:

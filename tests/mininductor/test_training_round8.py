@@ -5,8 +5,10 @@ compiles / per-shape fallbacks).  Budget: a few seconds on one core (Triton inte
 """
 import pytest
 import torch
+import torch.nn.functional as F
 
 import minidynamo
+from mininductor import metrics
 
 from .utils import assert_same
 
@@ -70,3 +72,28 @@ def test_create_graph_gradients_require_grad_and_double_backward_raises(backend)
     assert_same(x.grad, x2.grad, atol=1e-5, rtol=1e-4)
     assert_same(w.grad, w2.grad, atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _padded(x, w):
+    return F.pad(x @ w, (1, 2), value=0.5).softmax(-1)
+
+
+def test_pad_under_dynamic_shapes_is_one_graph_for_every_size():
+    """``F.pad`` on a tensor of ``s0`` rows: its C++ composite kernel (``aten.pad`` -> ``constant_pad_nd``)
+    reads the sizes as ints, which specialised ``s0`` in minidynamo's ShapeEnv -- while translating, and again
+    while mininductor traced the graph to ATen (which then refused its symbolic compile, but the guard stayed):
+    one graph per batch size under ``dynamic=True``.  Fake ops on symbolic sizes now run under the Python
+    dispatcher (as upstream's ``get_fake_value`` and AOTAutograd do), which takes the SymInt-aware
+    decomposition."""
+    compiled = minidynamo.minicompile(_padded, backend="inductor", dynamic=True)
+    w = torch.randn(4, 3)
+    for b in (2, 3, 7, 16):
+        (x, wo), (x_ref, w_ref) = _leaves(torch.randn(b, 4), w)
+        out, ref = compiled(x, wo), _padded(x_ref, w_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        (out * torch.arange(6.0)).sum().backward()
+        (ref * torch.arange(6.0)).sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        assert_same(wo.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
