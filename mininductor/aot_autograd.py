@@ -124,7 +124,14 @@ def _wrap_inputs(args: list, clone: list[bool]) -> list:
     original input -- exactly what eager autograd does for a mutated non-leaf tensor.
     """
     wrapped = [to_fun(a) for a in args]
-    return [w.clone() if c else w for w, c in zip(wrapped, clone)]
+    return [_grad_clone(w) if c else w for w, c in zip(wrapped, clone)]
+
+
+def _grad_clone(t: torch.Tensor) -> torch.Tensor:
+    """A clone that stands for ``t`` in autograd whatever the grad mode: a graph called under ``no_grad`` may turn
+    it on itself ([Note: enable_grad inside]), and then its ops on the input must be recorded."""
+    with torch.enable_grad():
+        return t.clone()
 
 
 def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
@@ -183,7 +190,7 @@ def create_joint(fn: Callable, meta: ViewAndMutationMeta) -> Callable:
     def joint(primals: list, tangents: list) -> list:
         clone = [rg and i in meta.mutated_inputs for i, rg in enumerate(meta.input_requires_grad)]
         f_primals = [to_fun(p) for p in primals]
-        f_args = [p.clone() if c else p for p, c in zip(f_primals, clone)]
+        f_args = [_grad_clone(p) if c else p for p, c in zip(f_primals, clone)]
         flat_outs = pytree.tree_leaves(fn(*f_args))
         fw_outs = [o for o in flat_outs if isinstance(o, torch.Tensor)] + [f_args[i] for i in meta.mutated_inputs]
         grads = _autograd_grad(fw_outs, meta.fw_output_requires_grad, f_primals, [to_fun(t) for t in tangents])
@@ -423,7 +430,12 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             return grads
 
     def runtime(*args):
-        outs = CompiledFunction.apply(*args)
+        # [Note: enable_grad inside]  Some outputs require grad (``meta``), so autograd must record this node even
+        # when the caller runs under ``no_grad`` and ``gm`` turned grad mode on itself (``with torch.enable_grad():``
+        # inside): ``apply`` under no_grad would return plain tensors.  Outputs eager computed without grad are
+        # marked non-differentiable in ``forward``, so they stay plain either way.
+        with torch.enable_grad():
+            outs = CompiledFunction.apply(*args)
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, list(outs[n:]))
         return _user_outputs(meta, list(outs[:n]))
@@ -506,7 +518,7 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
     with _allow_real_constants(fake_mode), no_dispatch_cache(fake_mode):
         with fake_mode:
             meta = collect_metadata(fn, fake_args)
-        if torch.is_grad_enabled() and any(meta.fw_output_requires_grad):
+        if any(meta.fw_output_requires_grad):  # grad mode on, or turned on inside gm ([Note: enable_grad inside])
             compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
                                              decompositions, partition_fn, compile_bw_now=dynamic)
         else:

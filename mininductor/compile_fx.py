@@ -171,7 +171,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    if is_training(example_inputs):
+    if is_training(example_inputs, gm):
         from .aot_autograd import aot_module
         compiler = _symbolic_compiler(shape_env)
         with metrics.timed("aot"):  # the compiles it calls back are timed on their own

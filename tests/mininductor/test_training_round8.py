@@ -97,3 +97,35 @@ def test_pad_under_dynamic_shapes_is_one_graph_for_every_size():
         assert_same(wo.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _enable_grad_region(x, w, buf):
+    buf.add_(1)
+    with torch.enable_grad():
+        y = (x @ w).tanh()
+    return y, x * 3, buf * 2
+
+
+@pytest.mark.parametrize("backend,dynamic", [("aot_eager", False), ("inductor", False), ("inductor", True)])
+def test_enable_grad_inside_a_function_called_under_no_grad(backend, dynamic):
+    """``with torch.enable_grad():`` inside a compiled function called under ``no_grad``: eager's ``y`` requires
+    grad and backpropagates to ``x`` and ``w``; ours did not require grad.  AOTAutograd chose its inference path
+    from the caller's grad mode, and the clone standing for each input that requires grad was made under
+    ``no_grad``, so even the metadata run saw no history.  Now the clone is made with grad enabled, an output that
+    requires grad selects the training path, and the ``autograd.Function`` is applied under ``enable_grad``."""
+    compiled = minidynamo.minicompile(_enable_grad_region, backend=backend, dynamic=dynamic)
+    for n in (3, 5):
+        (x, w), (x_ref, w_ref) = _leaves(torch.randn(n, 4), torch.randn(4, 2))
+        buf, buf_ref = torch.zeros(2), torch.zeros(2)
+        with torch.no_grad():
+            out, ref = compiled(x, w, buf), _enable_grad_region(x_ref, w_ref, buf_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        assert_same(buf, buf_ref)
+        assert [o.requires_grad for o in out] == [True, False, False]
+        out[0].sum().backward()
+        ref[0].sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        assert_same(w.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == (1 if dynamic else 2)
+    if dynamic:
+        assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
