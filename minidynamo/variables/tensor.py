@@ -120,6 +120,11 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in DATA_DEPENDENT_METHODS:
             unimplemented(f"{DATA_DEPENDENT_METHODS[name]}: its value is not known while tracing", VALUE_HINT)
+        if name in AUTOGRAD_STATE_METHODS:
+            # it changes what autograd does with *this* tensor object; a graph node would compute nothing and
+            # be dropped as dead code, so ``y.grad`` stayed None after backward.  Eager runs it on the real tensor.
+            unimplemented(f"`Tensor.{name}()` changes the tensor's autograd state",
+                          "the graph breaks there; call it outside the compiled function to keep one graph")
         if name in CONSTANT_METHODS:
             return self._constant_method(tx, name, args, kwargs)
         if name in ("type",) and not args and not kwargs:
@@ -215,6 +220,9 @@ def check_bool_subtraction(target: Any, fake_args: list) -> None:
     bools = [a for a in fake_args[:2] if type(a) is bool or isinstance(a, torch.Tensor) and a.dtype is torch.bool]
     if len(bools) == 1:
         unimplemented("subtraction with a bool operand (eager raises: use ~ or logical_not for masks)")
+
+
+AUTOGRAD_STATE_METHODS = frozenset({"retain_grad", "register_post_accumulate_grad_hook"})
 
 
 def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None:

@@ -129,3 +129,60 @@ def test_enable_grad_inside_a_function_called_under_no_grad(backend, dynamic):
     assert minidynamo.counters["frames"]["ok"] == (1 if dynamic else 2)
     if dynamic:
         assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+class _CubedGrad(torch.autograd.Function):
+    """Forward ``x * x``, a deliberately different backward (``3 * g * x``): eager's gradient is the user's."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 3 * g * x
+
+
+def _through_custom_function(x, w):
+    return (_CubedGrad.apply((x @ w).sin()) * 2).sum()
+
+
+def test_custom_autograd_function_breaks_the_graph_and_keeps_its_backward():
+    """``MyFunction.apply`` was inlined into autograd's own machinery (``_is_setup_context_defined`` became a
+    graph op with a function argument): an internal error, and the whole frame ran eagerly.  Now it is a graph
+    break: the code before and after it is compiled, and its user-written backward runs, as in eager."""
+    compiled = minidynamo.minicompile(_through_custom_function, backend="inductor")
+    (x, w), (x_ref, w_ref) = _leaves(torch.randn(3, 4), torch.randn(4, 4))
+    out, ref = compiled(x, w), _through_custom_function(x_ref, w_ref)
+    assert_same(out, ref, atol=1e-5, rtol=1e-4)
+    out.backward()
+    ref.backward()
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert_same(w.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
+    assert not minidynamo.counters["eager_fallback"]
+    assert sum(minidynamo.counters["graph_break"].values()) == 1 and minidynamo.counters["frames"]["ok"] == 2
+
+
+def _retains(x, w):
+    y = (x @ w).relu()
+    y.retain_grad()
+    return y, (y * y).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_retain_grad_inside_a_compiled_function(backend):
+    """``y.retain_grad()`` on an intermediate was traced as a call whose result nobody used, so it vanished
+    from the graph and ``y.grad`` stayed None after backward (with every backend).  It changes autograd state
+    of the tensor object, not a value: now a graph break, and eager runs it on the real ``y``."""
+    compiled = minidynamo.minicompile(_retains, backend=backend)
+    (x, w), (x_ref, w_ref) = _leaves(torch.randn(3, 4), torch.randn(4, 4))
+    (y, loss), (y_ref, loss_ref) = compiled(x, w), _retains(x_ref, w_ref)
+    assert_same(loss, loss_ref, atol=1e-5, rtol=1e-4)
+    loss.backward()
+    loss_ref.backward()
+    assert y.grad is not None
+    assert_same(y.grad, y_ref.grad, atol=1e-5, rtol=1e-4)
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 2 and not minidynamo.counters["eager_fallback"]
