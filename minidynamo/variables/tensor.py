@@ -26,7 +26,8 @@ from .ctx_manager import tracing_autocast
 
 # Attributes answered from the fake tensor's metadata (static in this stage, guarded by TENSOR_MATCH).
 CONSTANT_ATTRS = {"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "layout", "is_quantized",
-                  "is_meta", "itemsize", "is_leaf"}
+                  "is_meta", "itemsize", "is_leaf",
+                  "is_nested"}  # nn.MultiheadAttention's forward asks: a graph break per call before
 GRAPH_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 # Methods answered from metadata, never put in the graph.
 CONSTANT_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",

@@ -3,6 +3,8 @@
 Each test compares values *and* gradients with eager PyTorch and pins the counts (graphs, recompiles, symbolic
 compiles / per-shape fallbacks).  Budget: a few seconds on one core (Triton interpreter).
 """
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -186,3 +188,46 @@ def test_retain_grad_inside_a_compiled_function(backend):
     assert_same(y.grad, y_ref.grad, atol=1e-5, rtol=1e-4)
     assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 2 and not minidynamo.counters["eager_fallback"]
+
+
+def test_multihead_attention_trains_over_sequence_lengths_without_graph_breaks():
+    """``nn.MultiheadAttention.forward`` reads ``query.is_nested``: an unsupported tensor attribute, so a graph
+    break in every call (4 graphs per call, more compiles per length).  It is metadata, constant for a fake
+    tensor like ``is_sparse``: now one graph, and one symbolic compile serves every length."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ref = copy.deepcopy(mha)
+    compiled = minidynamo.minicompile(mha, backend="inductor", dynamic=True)
+    for t in (3, 5, 9):
+        (x,), (x_ref,) = _leaves(torch.randn(2, t, 8))
+        (out, attn), (out_ref, attn_ref) = compiled(x, x, x), ref(x_ref, x_ref, x_ref)
+        assert_same((out, attn), (out_ref, attn_ref), atol=1e-5, rtol=1e-4)
+        (out.sin().sum() + attn.pow(2).sum()).backward()
+        (out_ref.sin().sum() + attn_ref.pow(2).sum()).backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        for p, p_ref in zip(mha.parameters(), ref.parameters()):
+            assert_same(p.grad, p_ref.grad, atol=1e-5, rtol=1e-4)
+    assert not minidynamo.counters["graph_break"]
+    assert minidynamo.counters["frames"]["ok"] == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _first_half(x, w):
+    return (x[: x.shape[0] // 2] @ w).tanh()
+
+
+def test_slice_to_half_the_rows_compiles_symbolically():
+    """``x[: x.shape[0] // 2]``: the slice lowering asked Python whether the bound ``s0 // 2`` is negative
+    (sympy could not tell), then the ShapeEnv, which raised on mininductor's own ``FloorDiv``: a per-shape compile
+    for every size.  ``FloorDiv`` of non-negative sizes is now known non-negative, and the ShapeEnv is asked with
+    torch's ``FloorDiv``: one symbolic compile, forward and backward."""
+    compiled = minidynamo.minicompile(_first_half, backend="inductor", dynamic=True)
+    w = torch.randn(3, 4)
+    for n in (5, 7, 16, 9):
+        (x, wo), (x_ref, w_ref) = _leaves(torch.randn(n, 3), w)
+        out, ref = compiled(x, wo), _first_half(x_ref, w_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        out.sum().backward()
+        ref.sum().backward()
+        assert_same((x.grad, wo.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
