@@ -231,3 +231,24 @@ def test_slice_to_half_the_rows_compiles_symbolically():
         assert_same((x.grad, wo.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 1
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _flip_of_column_major(x):
+    h = x.t().contiguous().t().flip(0)  # column-major, then flipped: eager's rev keeps the column-major strides
+    return h * h.sum(0, keepdim=True)
+
+
+def test_saved_flip_keeps_the_strides_the_backward_was_compiled_for():
+    """A forward output that is a view no strided window can express (``flip``) is copied; the copy was
+    row-major.  The forward saves ``rev`` for the backward, which was compiled for the traced strides
+    (column-major here), so it read the saved tensor transposed: every gradient wrong, values right.  The copy
+    now takes the traced strides (found by a random program: ``t().contiguous().t()``, ``flip``, ``var``)."""
+    compiled = minidynamo.minicompile(_flip_of_column_major, backend="inductor")
+    (x,), (x_ref,) = _leaves(torch.randn(4, 6))
+    out, ref = compiled(x), _flip_of_column_major(x_ref)
+    assert_same(out, ref, atol=1e-5, rtol=1e-4)
+    tangent = torch.randn(4, 6)
+    out.backward(tangent)
+    ref.backward(tangent)
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1 and metrics.fallback_count == 0
