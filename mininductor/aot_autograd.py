@@ -367,7 +367,11 @@ def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
 
 def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> Callable:
     def runtime(*args):
-        outs = list(compiled_fw(*args))
+        # no output requires grad (that is why this is the inference path), whatever the caller's grad mode: an
+        # ATen graph run as it is (aot_eager) has lost gm's ``set_grad_enabled(False)`` regions, and under the
+        # caller's grad mode its ``exp`` of an input that requires grad would record history eager did not
+        with torch.no_grad():
+            outs = list(compiled_fw(*args))
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, outs[n:])
         return _user_outputs(meta, outs[:n])

@@ -252,3 +252,24 @@ def test_saved_flip_keeps_the_strides_the_backward_was_compiled_for():
     ref.backward(tangent)
     assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 1 and metrics.fallback_count == 0
+
+
+def _exp_without_grad(x):
+    with torch.set_grad_enabled(False):
+        y = x.exp()
+    return y
+
+
+def test_aot_eager_output_of_a_grad_disabled_region_does_not_require_grad():
+    """Every output computed under ``set_grad_enabled(False)``: AOTAutograd's inference path.  ``aot_eager``
+    runs the ATen graph as it is, where that region is gone, under the caller's grad mode: ``exp`` of an input
+    that requires grad recorded history, and the output required grad (eager's does not).  The inference graph
+    now runs under ``no_grad``."""
+    for backend in ("aot_eager", "inductor"):
+        minidynamo.reset()
+        compiled = minidynamo.minicompile(_exp_without_grad, backend=backend)
+        (x,), (x_ref,) = _leaves(torch.randn(4))
+        out, ref = compiled(x), _exp_without_grad(x_ref)
+        assert_same(out, ref)
+        assert not out.requires_grad and out.grad_fn is None and not ref.requires_grad
+        assert minidynamo.counters["frames"]["ok"] == 1
