@@ -63,6 +63,7 @@ from .variables.user_defined import SuperVariable, UserDefinedClassVariable, Use
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
+_AUTOGRAD_FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # the classmethod's function
 
 
 # Instructions that move stack values without looking at them (see [Note: lazy values on the stack]).
@@ -732,6 +733,13 @@ class InstructionTranslatorBase:
             unimplemented("minidynamo.graph_break() was called", "remove the call to trace one graph")
         if getattr(real, "_minidynamo_disable", False):
             unimplemented(f"{real.__qualname__} is marked minidynamo.disable", "it runs eagerly")
+        if real is _AUTOGRAD_FUNCTION_APPLY:
+            # Inlined, apply reaches autograd's own machinery (``_is_setup_context_defined``, the C++
+            # ``_FunctionBase.apply``), which is no graph material (an internal error, the frame ran eagerly);
+            # and tracing the forward alone would lose the user's backward (upstream traces both as a
+            # higher-order op).  Eager runs it, with its backward; the graphs around it are compiled.
+            unimplemented("custom torch.autograd.Function.apply (its backward is user code)",
+                          "the graph breaks around it; gradients flow through it as in eager")
         if code.co_flags & (GENERATOR_FLAGS & ~inspect.CO_GENERATOR):
             unimplemented(f"calling coroutine function {code.co_name}", "use a plain function")
         if self.depth() >= config.max_inline_depth:

@@ -125,7 +125,14 @@ def _wrap_inputs(args: list, clone: list[bool]) -> list:
     original input -- exactly what eager autograd does for a mutated non-leaf tensor.
     """
     wrapped = [to_fun(a) for a in args]
-    return [w.clone() if c else w for w, c in zip(wrapped, clone)]
+    return [_grad_clone(w) if c else w for w, c in zip(wrapped, clone)]
+
+
+def _grad_clone(t: torch.Tensor) -> torch.Tensor:
+    """A clone that stands for ``t`` in autograd whatever the grad mode: a graph called under ``no_grad`` may turn
+    it on itself ([Note: enable_grad inside]), and then its ops on the input must be recorded."""
+    with torch.enable_grad():
+        return t.clone()
 
 
 def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
@@ -184,7 +191,7 @@ def create_joint(fn: Callable, meta: ViewAndMutationMeta) -> Callable:
     def joint(primals: list, tangents: list) -> list:
         clone = [rg and i in meta.mutated_inputs for i, rg in enumerate(meta.input_requires_grad)]
         f_primals = [to_fun(p) for p in primals]
-        f_args = [p.clone() if c else p for p, c in zip(f_primals, clone)]
+        f_args = [_grad_clone(p) if c else p for p, c in zip(f_primals, clone)]
         flat_outs = pytree.tree_leaves(fn(*f_args))
         fw_outs = [o for o in flat_outs if isinstance(o, torch.Tensor)] + [f_args[i] for i in meta.mutated_inputs]
         grads = _autograd_grad(fw_outs, meta.fw_output_requires_grad, f_primals, [to_fun(t) for t in tangents])
@@ -361,7 +368,11 @@ def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
 
 def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> Callable:
     def runtime(*args):
-        outs = list(compiled_fw(*args))
+        # no output requires grad (that is why this is the inference path), whatever the caller's grad mode: an
+        # ATen graph run as it is (aot_eager) has lost gm's ``set_grad_enabled(False)`` regions, and under the
+        # caller's grad mode its ``exp`` of an input that requires grad would record history eager did not
+        with torch.no_grad():
+            outs = list(compiled_fw(*args))
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, outs[n:])
         return _user_outputs(meta, outs[:n])
@@ -371,9 +382,28 @@ def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> 
 
 def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
     """An output without grad that *is* an output with grad (``y`` and ``y.detach()`` compiled to one buffer) is
-    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too."""
+    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too.
+    So is one that is a *view* (``aten.alias(y)``, what ``y.detach()`` becomes in an ATen graph run as it is): a
+    view returned by an ``autograd.Function`` takes ``requires_grad`` from its base whatever it is marked."""
     differentiable = {id(o) for o, rg in zip(outs, requires_grad) if rg}
-    return [o.detach() if not rg and id(o) in differentiable else o for o, rg in zip(outs, requires_grad)]
+    return [o.detach() if not rg and (id(o) in differentiable or o._is_view()) else o
+            for o, rg in zip(outs, requires_grad)]
+
+
+def _refuse_double_backward(grads: tuple) -> tuple:
+    """[Note: double backward]  Under ``create_graph=True`` eager's input gradients require grad (they are
+    functions of the inputs); ours come from a backward graph that autograd did not record, so they would look
+    constant, and a loss built on them (a gradient penalty) would silently miss that term.  As upstream
+    (``CompiledFunctionBackward``) and ``once_differentiable``, they are returned as requiring grad, through a node
+    that raises if a second backward reaches it.  (``once_differentiable`` alone decides from the incoming
+    gradients, which do not require grad in ``torch.autograd.grad(loss, x, create_graph=True)``.)"""
+    tensors = [g for g in grads if g is not None]
+    err = torch._C._functions.DelayedError(
+        b"minicompile: double backward (create_graph=True, then a backward through the gradients) of a compiled "
+        b"graph is not supported; compute the gradient penalty eagerly (minidynamo.disable)", len(tensors))
+    wrapped = err(*[g.detach().requires_grad_() for g in tensors])
+    wrapped = iter(wrapped if isinstance(wrapped, tuple) else (wrapped,))  # one tensor comes back bare
+    return tuple(None if g is None else next(wrapped) for g in grads)
 
 
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
@@ -395,14 +425,22 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             return tuple(fw_outs)
 
         @staticmethod
-        @torch.autograd.function.once_differentiable
         def backward(ctx, *grad_outs):
-            tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
-            grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
-            return tuple(next(grads) if has else None for has in num_grads)
+            with torch.no_grad():
+                tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
+                grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
+                grads = tuple(next(grads) if has else None for has in num_grads)
+            if torch.is_grad_enabled() and any(ctx.needs_input_grad):
+                return _refuse_double_backward(grads)
+            return grads
 
     def runtime(*args):
-        outs = CompiledFunction.apply(*args)
+        # [Note: enable_grad inside]  Some outputs require grad (``meta``), so autograd must record this node even
+        # when the caller runs under ``no_grad`` and ``gm`` turned grad mode on itself (``with torch.enable_grad():``
+        # inside): ``apply`` under no_grad would return plain tensors.  Outputs eager computed without grad are
+        # marked non-differentiable in ``forward``, so they stay plain either way.
+        with torch.enable_grad():
+            outs = CompiledFunction.apply(*args)
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, list(outs[n:]))
         return _user_outputs(meta, list(outs[:n]))
@@ -485,7 +523,7 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
     with _allow_real_constants(fake_mode), no_dispatch_cache(fake_mode):
         with fake_mode:
             meta = collect_metadata(fn, fake_args)
-        if torch.is_grad_enabled() and any(meta.fw_output_requires_grad):
+        if any(meta.fw_output_requires_grad):  # grad mode on, or turned on inside gm ([Note: enable_grad inside])
             compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
                                              decompositions, partition_fn, compile_bw_now=dynamic)
         else:

@@ -15,6 +15,7 @@ Each stage's time is added to ``metrics.phase_times`` (``bench/compile_time.py``
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from collections.abc import Callable
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
@@ -169,7 +171,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         raise NotImplementedError("a placeholder without a fake example value")
     shape_env = fakes[0].fake_mode.shape_env
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    if is_training(example_inputs):
+    if is_training(example_inputs, gm):
         from .aot_autograd import aot_module
         compiler = _symbolic_compiler(shape_env)
         with metrics.timed("aot"):  # the compiles it calls back are timed on their own
@@ -332,6 +334,15 @@ def _aot_module():
     return aot_module
 
 
+def symbolic_dispatch(fake_mode):
+    """With symbolic sizes, the Python dispatcher: composite ops (``F.pad`` -> ``constant_pad_nd``) then take
+    their SymInt-aware Python decompositions, not C++ kernels that read sizes as ints -- which would specialise
+    them in minidynamo's ShapeEnv, whose guards would then pin the size even though this compile refuses and
+    falls back ([Note: composite ops on symbolic sizes] in minidynamo/variables/tensor.py; upstream's AOTAutograd
+    always traces under it)."""
+    return enable_python_dispatcher() if fake_mode.shape_env is not None else contextlib.nullcontext()
+
+
 def trace_inference(gm, example_inputs):
     """make_fx + functionalization under no_grad: an ATen inference graph whose input mutations are explicit
     ``copy_`` nodes at the end."""
@@ -353,7 +364,8 @@ def trace_inference(gm, example_inputs):
             # inputs are already fake: trace in their mode (parameters may be real)
             prior, fake_mode.allow_non_fake_inputs = fake_mode.allow_non_fake_inputs, True
             try:
-                with fake_mode, no_dispatch_cache(fake_mode):  # [Note: no fake dispatch cache in AOT]
+                with fake_mode, no_dispatch_cache(fake_mode), symbolic_dispatch(fake_mode):  # [Note: no fake
+                    # dispatch cache in AOT]
                     return make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
             finally:
                 fake_mode.allow_non_fake_inputs = prior
@@ -374,7 +386,7 @@ def _record_original_output_strides(aten_gm: torch.fx.GraphModule, fn: Callable)
     if fake_mode is None:
         return
     try:
-        with fake_mode, torch.no_grad():
+        with fake_mode, torch.no_grad(), symbolic_dispatch(fake_mode):
             args = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
                     if isinstance(v, torch.Tensor) else v for v in vals]
             outs = pytree.tree_leaves(functionalize(fn)(*args))

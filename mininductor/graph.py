@@ -262,7 +262,7 @@ class GraphLowering(torch.fx.Interpreter):
     def output(self, target, args, kwargs):
         outputs = pytree.tree_leaves(args[0])
         nodes = pytree.tree_leaves(self.current_node.args[0])
-        self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n))
+        self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n), n)
                               for o, n in zip(outputs, nodes)]
         # an output eager computes on the CPU from CPU scalars alone (``i + 1``): computed here, returned there
         self.cpu_outputs = {k for k, n in enumerate(nodes)
@@ -287,8 +287,12 @@ class GraphLowering(torch.fx.Interpreter):
         view = ir.as_strided_layout(value)
         return TensorBox(view) if view is not None else value
 
-    def _realize_output(self, value, is_view: bool = False):
-        """An output with eager's permuted strides was realised with them when lowered (``run_node``)."""
+    def _realize_output(self, value, is_view: bool = False, node=None):
+        """An output with eager's permuted strides was realised with them when lowered (``run_node``); one that
+        must be copied (a view no strided window can express: ``flip``) is copied with them too.  Those are the
+        strides the graph's consumers were traced with -- for a training forward, its *saved* outputs are read by
+        a backward compiled for the traced strides: a row-major copy of a column-major ``rev`` gave it wrong
+        gradients."""
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
@@ -302,7 +306,7 @@ class GraphLowering(torch.fx.Interpreter):
             return TensorBox(rv)
         from .lowering import clone
         copy = clone(value)
-        copy.realize()
+        copy.storage().realize(_eager_stride(node, self.original_strides.get(node)) if node is not None else None)
         return copy
 
     # -------------------------------------------------------------------------------------- fallback

@@ -36,6 +36,14 @@ class FloorDiv(sympy.Function):
             return ModularIndexing(x, d * divisor, m // divisor)
         return None
 
+    def _eval_is_nonnegative(self):
+        """Lets sympy decide ``s0 // 2 < 0`` (a slice bound, ``x[: x.shape[0] // 2]``) from the sizes' own
+        assumptions; the ShapeEnv cannot be asked, it does not know this class."""
+        base, divisor = self.args
+        if base.is_nonnegative and divisor.is_positive:
+            return True
+        return None
+
 
 class ModularIndexing(sympy.Function):
     """``(a // div) % mod``: the index of one dim inside a flattened range."""
@@ -116,10 +124,17 @@ def statically_true(relation) -> bool:
         return bool(relation)
     from .virtualized import V
     shape_env = getattr(V.graph, "shape_env", None)
-    decided = shape_env._maybe_evaluate_static(relation) if shape_env is not None else None
+    decided = shape_env._maybe_evaluate_static(_as_torch_sympy(relation)) if shape_env is not None else None
     if decided in (sympy.true, sympy.false):
         return bool(decided)
     raise TypeError(f"cannot determine truth value of {relation} for every size")
+
+
+def _as_torch_sympy(expr):
+    """``expr`` with our ``FloorDiv``/``ModularIndexing`` as torch's functions of the same meaning: the ShapeEnv
+    interprets only its own (a KeyError on ours, ``x[: x.shape[0] // 2]`` fell back per shape)."""
+    from torch.utils._sympy import functions as torch_fns
+    return expr.replace(FloorDiv, torch_fns.FloorDiv).replace(ModularIndexing, torch_fns.ModularIndexing)
 
 
 def size_min(a, b):

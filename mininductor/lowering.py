@@ -526,7 +526,7 @@ def cat(tensors, dim=0):
             value = _masked_load(loaders[k], shifted, _in_range(index[dim], offsets[k], offsets[k + 1]), dtype,
                                  tensors[k].get_dtype())
             result = value if result is None else ops.where(
-                ops.lt(ops.index_expr(index[dim], torch.int64), ops.constant(offsets[k + 1], torch.int64)),
+                ops.lt(ops.index_expr(index[dim], torch.int64), _size_value(offsets[k + 1])),
                 value, result)
         return result
     return TensorBox.create(Pointwise(device_of(tensors), dtype, inner_fn, size, origins=origins_of(tensors)))
@@ -534,7 +534,16 @@ def cat(tensors, dim=0):
 
 def _in_range(idx, lo, hi):
     i = ops.index_expr(idx, torch.int64)
-    return ops.logical_and(ops.ge(i, ops.constant(lo, torch.int64)), ops.lt(i, ops.constant(hi, torch.int64)))
+    return ops.logical_and(ops.ge(i, _size_value(lo)), ops.lt(i, _size_value(hi)))
+
+
+def _size_value(v):
+    """A size or offset as an int64 value in a kernel: a constant, or -- a symbolic size such as the bound of
+    ``F.pad``/``cat`` along an ``s0`` dim ([Note: symbolic sizes in the IR]) -- the expression, which the kernel
+    computes from its size arguments (``ops.constant`` would need an int: the symbolic compile failed)."""
+    if isinstance(v, int) or getattr(v, "is_number", False):
+        return ops.constant(int(v), torch.int64)
+    return ops.index_expr(v, torch.int64)
 
 
 def _masked_load(loader, index, mask, dtype, src_dtype, other=0):

@@ -84,9 +84,19 @@ def shape_key(args: list) -> tuple:
         else (type(a), a) for a in args)
 
 
-def is_training(args) -> bool:
-    """Does a call with ``args`` build autograd history (grad mode, and an input that requires grad)?"""
-    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+def is_training(args, gm: torch.fx.GraphModule | None = None) -> bool:
+    """Does a call with ``args`` build autograd history (grad mode, and an input that requires grad)?  With
+    ``gm``: also when the caller's grad mode is off but the graph turns it on (``with torch.enable_grad():``
+    inside a function called under ``no_grad``: eager's results from that region require grad)."""
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return False
+    return torch.is_grad_enabled() or gm is not None and enables_grad(gm)
+
+
+def enables_grad(gm: torch.fx.GraphModule) -> bool:
+    """Does ``gm`` switch grad mode on somewhere (a ``_set_grad_enabled(True)`` node from ``enable_grad``)?"""
+    return any(n.args[:1] == (True,) for n in gm.graph.find_nodes(op="call_function",
+                                                                    target=torch._C._set_grad_enabled))
 
 
 def compile_dynamic(gm: torch.fx.GraphModule, example_inputs: list, compile_static: Callable,
@@ -104,7 +114,7 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs: list, compile_stat
         _record_fallback(f"{type(e).__name__}: {e}")
         return per_shape
     metrics.symbolic_compiles += 1
-    return SymbolicCompiled(compiled, per_shape, training=is_training(example_inputs))
+    return SymbolicCompiled(compiled, per_shape, training=is_training(example_inputs, gm))
 
 
 def _record_fallback(reason: str) -> None:

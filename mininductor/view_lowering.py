@@ -24,6 +24,7 @@ from .indexing import (
     size_hint,
     size_max,
     size_min,
+    statically_true,
 )
 from .ir import TensorBox, View
 from .lowering import register_lowering
@@ -90,8 +91,10 @@ def slice_(x, dim=0, start=None, end=None, step=1):
     # ``x[a:]`` traces with end = 2**63 - 1: that is the dim's size (a symbolic size, ``s0**2``, has no upper
     # bound sympy could compare it with)
     end = n if end is None or isinstance(end, int) and end >= sys.maxsize else end
-    start = size_min(size_max(start + n if start < 0 else start, 0), n)
-    end = size_min(size_max(end + n if end < 0 else end, start), n)
+    # a symbolic bound (``x[: x.shape[0] // 2]``) is negative or not for every size, as the ShapeEnv knows;
+    # Python's ``<`` on the sympy expression could not tell (the symbolic compile fell back per shape)
+    start = size_min(size_max(start + n if statically_true(sympy.Lt(start, 0)) else start, 0), n)
+    end = size_min(size_max(end + n if statically_true(sympy.Lt(end, 0)) else end, start), n)
     new = list(size)
     new[dim] = (end - start + step - 1) // step
     if start == 0 and end == n and step == 1:

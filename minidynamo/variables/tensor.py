@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 from torch.utils._pytree import tree_map
@@ -25,7 +26,8 @@ from .ctx_manager import tracing_autocast
 
 # Attributes answered from the fake tensor's metadata (static in this stage, guarded by TENSOR_MATCH).
 CONSTANT_ATTRS = {"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_sparse", "layout", "is_quantized",
-                  "is_meta", "itemsize", "is_leaf"}
+                  "is_meta", "itemsize", "is_leaf",
+                  "is_nested"}  # nn.MultiheadAttention's forward asks: a graph break per call before
 GRAPH_ATTRS = {"T", "mT", "H", "mH", "real", "imag", "data"}
 # Methods answered from metadata, never put in the graph.
 CONSTANT_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
@@ -119,6 +121,11 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in DATA_DEPENDENT_METHODS:
             unimplemented(f"{DATA_DEPENDENT_METHODS[name]}: its value is not known while tracing", VALUE_HINT)
+        if name in AUTOGRAD_STATE_METHODS:
+            # it changes what autograd does with *this* tensor object; a graph node would compute nothing and
+            # be dropped as dead code, so ``y.grad`` stayed None after backward.  Eager runs it on the real tensor.
+            unimplemented(f"`Tensor.{name}()` changes the tensor's autograd state",
+                          "the graph breaks there; call it outside the compiled function to keep one graph")
         if name in CONSTANT_METHODS:
             return self._constant_method(tx, name, args, kwargs)
         if name in ("type",) and not args and not kwargs:
@@ -216,6 +223,9 @@ def check_bool_subtraction(target: Any, fake_args: list) -> None:
         unimplemented("subtraction with a bool operand (eager raises: use ~ or logical_not for masks)")
 
 
+AUTOGRAD_STATE_METHODS = frozenset({"retain_grad", "register_post_accumulate_grad_hook"})
+
+
 def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None:
     """Refuse an op that makes a new tensor requiring grad of its own: ``torch.ones(2, requires_grad=True)``,
     ``torch.zeros(3).requires_grad_()``.  Such a leaf of the autograd graph cannot be an intermediate of a compiled
@@ -231,11 +241,26 @@ def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None
                       "create it outside the compiled function (or as an nn.Parameter of a module)")
 
 
+def _symbolic_dispatch(args: list, kwargs: dict):
+    """[Note: composite ops on symbolic sizes]  An op whose C++ kernel is composite (``F.pad`` -> ``aten.pad`` ->
+    ``constant_pad_nd``, ``split``, ``max_pool1d``, ``upsample_nearest1d``) reads ``self.sizes()`` as plain ints;
+    on a fake tensor of size ``s0`` that is ``int(s0)``, which *specialises* the symbol (a guard ``s0 == 3``): one
+    graph per size under ``dynamic=True``.  The Python dispatcher routes such ops to their Python (SymInt-aware)
+    decompositions instead, as upstream's ``get_fake_value`` does.  Only where a size is a symbol: static traces
+    keep the C++ kernels (faster, and unchanged)."""
+    def symbolic(v):
+        return is_symbolic(v) or isinstance(v, torch.Tensor) and is_symbolic(tuple(v.shape))
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    if any(symbolic(v) for v in leaves):
+        return enable_python_dispatcher()
+    return contextlib.nullcontext()
+
+
 def run_fake(tx, kind: str, target: Any, args: list, kwargs: dict) -> Any:
     output = tx.output
     try:
         with output.fake_mode, no_dispatch_cache(output.fake_mode), torch.set_grad_enabled(output.grad_enabled), \
-                tracing_autocast(output):
+                tracing_autocast(output), _symbolic_dispatch(args, kwargs):
             if kind == "call_method":
                 result = getattr(args[0], target)(*args[1:], **kwargs)
             else:
