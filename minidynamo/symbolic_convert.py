@@ -124,21 +124,49 @@ class InstructionTranslatorBase:
     # --- exceptions raised by the traced code -------------------------------------------------------------------
     def handle_observed_exception(self, e: ObservedException) -> bool:
         """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
-        is cut to the try block's depth, then (lasti,) and the exception are pushed.  Only ``try`` handlers count:
-        a ``with`` block's cleanup (``WITH_EXCEPT_START``) is not traced."""
+        is cut to the try block's depth, then (lasti,) and the exception are pushed.  A ``with`` block the
+        exception leaves is exited on the way out ([Note: exceptions leaving a with block]); other handlers (a
+        3.12 comprehension's cleanup) are not traced: False, the exception goes on to the caller."""
         offset = self.current_instruction.offset
-        entry = next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
-        if entry is None or len(self.stack) < entry.depth:
-            return False
-        k = self.index_of[entry.target]
-        if self.instructions[k].opname != "PUSH_EXC_INFO" or self.instructions[k + 1].opname == "WITH_EXCEPT_START":
-            return False
+        while True:
+            entry = self.exception_entry_at(offset)
+            if entry is None or len(self.stack) < entry.depth:
+                return False
+            k = self.index_of[entry.target]
+            if self.instructions[k].opname != "PUSH_EXC_INFO":
+                return False
+            if self.instructions[k + 1].opname != "WITH_EXCEPT_START":
+                break
+            self.exit_with_block(entry, e)
+            # CPython re-raises from the handler; what catches it there catches the exception leaving the block
+            offset = self.exception_entry_at(self.instructions[k + 1].offset).target
         del self.stack[entry.depth:]
         if entry.lasti:
             self.push(ConstantVariable(offset))
         self.push(e.exc_vt)
         self.ip = k
         return True
+
+    def exception_entry_at(self, offset: int):
+        return next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
+
+    # [Note: exceptions leaving a with block]  An exception raised inside ``with torch.no_grad():`` (here, or in a
+    # function inlined here) and caught outside the block, maybe by a caller, must leave grad mode as it found it:
+    # CPython's handler calls ``__exit__`` before the exception goes on.  Skipping it left the graph -- and, through
+    # the grad mode the transformed code restores, the caller's process -- with grad disabled.  torch's managers
+    # never suppress; a user ``__exit__`` is inlined and must return a constant false (suppressing would resume
+    # after the block, which is not traced).
+    def exit_with_block(self, entry, e: ObservedException) -> None:
+        exit_fn = self.stack[entry.depth - 1]  # BEFORE_WITH pushed it below the block's stack
+        if isinstance(exit_fn, WithExitFunctionVariable):
+            exit_fn.ctx.exit(self)
+        else:
+            exc = e.exc_vt
+            result = exit_fn.call_function(self, [wrap_constant_result(exc.exc_type), exc, ConstantVariable(None)], {})
+            if not result.is_python_constant() or result.as_python_constant():
+                unimplemented("a context manager's __exit__ may suppress an exception raised while tracing",
+                              "the frame runs eagerly; raise outside the `with` block to trace it")
+        del self.stack[entry.depth - 1:]
 
     def PUSH_EXC_INFO(self, inst):
         exc = self.pop()

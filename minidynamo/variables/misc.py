@@ -55,6 +55,12 @@ class ExceptionVariable(VariableTracker):
     def _repr_body(self):
         return self.exc_type.__name__
 
+    def truth(self, tx) -> bool:
+        """An exception object is true unless its class defines ``__bool__``/``__len__``."""
+        if any(hasattr(self.exc_type, m) for m in ("__bool__", "__len__")):
+            return super().truth(tx)
+        return True
+
     def var_getattr(self, tx, name):
         from .lists import TupleVariable
         if name == "args":

@@ -106,6 +106,13 @@ class UserDefinedClassVariable(VariableTracker):
     def describe(self):
         return f"class {self.value.__qualname__}"
 
+    def truth(self, tx) -> bool:
+        """A class is true unless its metaclass says otherwise (``if exc_type:`` in an ``__exit__``)."""
+        meta = type(self.value)
+        if any(hasattr(meta, m) for m in ("__bool__", "__len__")):
+            return super().truth(tx)
+        return True
+
     def _repr_body(self):
         return self.value.__qualname__
 
