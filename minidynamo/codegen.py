@@ -16,6 +16,7 @@ from . import bytecode_transformation as bt
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
 from .variables.dicts import DictVariable, SetVariable
+from .variables.functions import NestedUserFunctionVariable
 from .variables.lists import BaseListVariable, ListIteratorVariable
 
 GRAPH_OUT = "___graph_out"
@@ -24,9 +25,10 @@ GRAPH_OUT = "___graph_out"
 # many names, containers and stack slots hold it (``a = [x]; b = a``).  Rebuilt once per reference it would become
 # several objects: ``return a, a`` would give two lists, and after a graph break ``a.append(1)`` would not show in
 # ``b``.  So the first rebuild keeps the object in a temporary and later ones load it (upstream's
-# ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object.  Sourced values are
-# reloaded from their source, which is the same object anyway.
-REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable)
+# ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object, and so is a function
+# made in the frame: a graph break at ``f.__defaults__ = (5,)`` stores into the ``f`` the resume function gets.
+# Sourced values are reloaded from their source, which is the same object anyway.
+REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable, NestedUserFunctionVariable)
 
 
 class PyCodegen:

@@ -154,7 +154,8 @@ class VariableBuilder:
             from .functions import PartialVariable
             self.guard("TYPE_MATCH", functools.partial)
             fn = VariableBuilder(self.tx, AttrSource(src, "func"))(value.func)
-            args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).items
+            # a tuple of constants (``()`` when the partial binds keywords only) is one ConstantVariable
+            args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).unpack_var_sequence(self.tx)
             kwargs = VariableBuilder(self.tx, AttrSource(src, "keywords"))(value.keywords).items
             return PartialVariable(fn, args, kwargs, source=src)
         if isinstance(value, type):

@@ -1,0 +1,265 @@
+"""Differential fuzzing, round 5: each program that gave a wrong answer, an internal error or a needless eager
+fallback, pinned.
+
+Every test runs a small program eagerly and compiled (on deep copies of the same inputs), compares the results --
+values, dtypes, exceptions' types and args -- and the inputs afterwards, then counts graphs, graph breaks and eager
+fallbacks.  Budget: a few seconds.
+"""
+import copy
+import functools
+import types
+import warnings
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    minidynamo.reset()
+    yield
+    minidynamo.reset()
+
+
+def _outcome(fn, args):
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - the exception is the result being compared
+        return type(e), e.args
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.requires_grad == b.requires_grad \
+            and torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
+    if isinstance(a, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if hasattr(a, "__dict__") and not callable(a):
+        return type(a) is type(b) and _same(vars(a), vars(b))
+    return type(a) is type(b) and a == b
+
+
+def _check(fn, *args, graphs=1, breaks=0, calls=1, backend=None):
+    """``fn(*args)`` compiled gives what it gives eagerly and leaves its arguments as eager does, in ``graphs``
+    graphs with ``breaks`` graph breaks and no eager fallback."""
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=backend or cnt)
+    for _ in range(calls):
+        eager_args, compiled_args = copy.deepcopy(args), copy.deepcopy(args)
+        expected = _outcome(fn, eager_args)
+        got = _outcome(compiled, compiled_args)
+        assert _same(got, expected), (got, expected)
+        assert _same(compiled_args, eager_args), (compiled_args, eager_args)
+    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
+    assert sum(minidynamo.counters["graph_break"].values()) == breaks, minidynamo.counters["graph_break"]
+    if backend is None:
+        assert cnt.frame_count == graphs
+    return expected
+
+
+X = torch.arange(3.0)
+
+
+# --- a. a graph whose backward eager itself refuses ----------------------------------------------------------------
+
+def _slice_times_input(x, y):
+    y[1:3] = y[1:3] * x[0]  # saves the slice for x's gradient, then overwrites it
+    return y.sum(), (x * 2).sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_a_backward_that_eager_refuses_compiles_and_raises_at_backward(backend):
+    """``y[1:3] = y[1:3] * x[0]`` with ``x`` requiring grad: eager runs the forward and raises only at
+    ``.backward()``.  AOTAutograd traced the backward ahead of time, its ``autograd.grad`` raised, and the frame
+    fell back to eager as an "internal error in minidynamo".  Now the graph runs through eager autograd, which
+    raises (or not) exactly where eager does."""
+    def run(f):
+        x, y = torch.arange(1.0, 4.0, requires_grad=True), torch.arange(4.0)
+        out, other = f(x, y)
+        other.backward()  # a gradient that does not need the overwritten slice: fine in eager too
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward()
+        return out.detach(), y, x.grad
+
+    expected = run(_slice_times_input)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run(minidynamo.minicompile(_slice_times_input, backend=backend))
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
+    assert minidynamo.counters["stats"]["unique_graphs"] == 1
+
+
+def test_a_slice_overwritten_by_its_product_with_a_grad_free_factor_trains():
+    def fn(x, y):
+        z = y * 1
+        z[1:3] = z[1:3] * x[0]
+        return z.sum()
+
+    def run(f):
+        x, y = torch.arange(1.0, 4.0), torch.arange(4.0, requires_grad=True)
+        out = f(x, y)
+        out.backward()
+        return out.detach(), y.grad
+
+    expected = run(fn)
+    got = run(minidynamo.minicompile(fn, backend="aot_eager"))
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    assert not minidynamo.counters["eager_fallback"]
+
+
+# --- b. an exception leaving a `with` block ------------------------------------------------------------------------
+
+def test_an_exception_leaving_no_grad_in_a_callee_restores_grad_mode():
+    """The exception left ``with torch.no_grad()`` in an inlined callee without its ``__exit__``: the graph ran the
+    rest with grad disabled, and the transformed code left the caller's process with grad disabled."""
+    def fn(x):
+        def f():
+            with torch.no_grad():
+                return 1 / 0
+        try:
+            f()
+        except ZeroDivisionError:
+            pass
+        return torch.is_grad_enabled(), x * 2
+
+    x = torch.arange(3.0, requires_grad=True)
+    got = _check(fn, x)
+    assert got[0] is True and got[1].requires_grad and torch.is_grad_enabled()
+
+
+def test_an_exception_leaving_nested_managers_exits_each():
+    def fn(x):
+        try:
+            with torch.no_grad():
+                y = x * 2
+                with torch.enable_grad(), torch.autocast("cpu"):
+                    raise KeyError(1)
+        except KeyError as e:
+            z, args = x * 3, e.args
+        return torch.is_grad_enabled(), torch.is_autocast_enabled("cpu"), y, z, args
+
+    _check(fn, torch.arange(3.0, requires_grad=True))
+    assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+
+
+class _Logged:
+    def __init__(self, log, suppress=False):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append(("exit", exc_type.__name__ if exc_type else None, exc.args if exc else None))
+        return self.suppress
+
+
+def test_an_exception_leaving_a_user_context_manager_calls_its_exit():
+    """Also: ``if exc_type:`` on a class and ``if exc:`` on an exception were 'truth value of ...' refusals."""
+    def fn(x, log):
+        def f():
+            with _Logged(log):
+                raise ValueError(7)
+        try:
+            f()
+        except ValueError:
+            log.append("caught")
+        return x + 1
+
+    _check(fn, X, [])
+
+
+def test_an_exit_that_suppresses_runs_eagerly():
+    def fn(x, log):
+        with _Logged(log, suppress=True):
+            raise ValueError(7)
+        return x + 1
+
+    cnt = CompileCounter()
+    log = []
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, log), X + 1)
+    assert log == ["enter", ("exit", "ValueError", (7,))]
+    assert "suppress" in next(iter(minidynamo.counters["eager_fallback"]))
+
+
+# --- c. functions: partials, comprehension frames, functions made in the frame -------------------------------------
+
+_MUL3 = functools.partial(torch.mul, other=3)
+_SUB2 = functools.partial(lambda a, b: a - b, b=2)
+
+
+def test_a_global_partial_with_keywords_only():
+    """``functools.partial(f, kw=...)`` has ``args == ()``, a constant: reading its ``.items`` was an internal
+    error."""
+    def fn(x):
+        return _MUL3(x), _SUB2(x)
+    _check(fn, X)
+
+
+def test_a_comprehension_frame_called_at_a_break_gets_its_implicit_argument():
+    """A 3.11 comprehension is a function whose argument is named ``.0``; run natively at a graph break, its frame
+    was bound through ``inspect.signature``, which calls it ``implicit0``, and the frame fell back to eager
+    ("local variable '.0' referenced before assignment")."""
+    def make(x):
+        return [x * v for v in range(3)]
+    listcomps = [c for c in make.__code__.co_consts if isinstance(c, types.CodeType)]
+    if not listcomps:
+        pytest.skip("comprehensions are inlined (PEP 709)")
+    comp = types.FunctionType(listcomps[0], globals(), "listcomp", None, (types.CellType(X),))
+    cnt = CompileCounter()
+    got = minidynamo.minicompile(comp, backend=cnt)(iter([1, 2]))
+    assert _same(got, [X * 1, X * 2])
+    assert not minidynamo.counters["eager_fallback"] and cnt.frame_count >= 1
+
+
+def test_a_function_made_in_the_frame_is_one_object_across_a_break():
+    """At the break on ``f.__defaults__ = (5,)`` the generated code rebuilt ``f`` twice: the store went to one
+    copy, the resume function got the other, and ``f(x)`` used the old default."""
+    def fn(x):
+        def f(a, b=1):
+            return a * b
+        f.__defaults__ = (5,)
+        return f(x)
+    _check(fn, X, graphs=1, breaks=1)
+
+
+# --- d. hasattr on objects and modules -----------------------------------------------------------------------------
+
+class _Obj:
+    k = 1
+
+    def __init__(self):
+        self.t = 1
+
+
+def test_hasattr_sees_attributes_stored_and_deleted_while_tracing():
+    """``hasattr`` asked the real object, which the traced ``o.z = 1`` / ``del o.t`` had not changed yet."""
+    def fn(x, o):
+        o.z = 1
+        del o.t
+        return x + 1, hasattr(o, "z"), hasattr(o, "t"), hasattr(o, "k")
+    assert _check(fn, X, _Obj())[1:] == (True, False, True)
+
+
+def test_hasattr_on_an_input_is_guarded():
+    """The answer for one object was reused for another object of the same class (no guard)."""
+    def fn(x, o, m):
+        return x + 1, hasattr(o, "z"), hasattr(m, "extra")
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    plain, extra = _Obj(), _Obj()
+    extra.z = 2
+    lin, lin_extra = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+    lin_extra.extra = True
+    assert compiled(X, plain, lin)[1:] == (False, False)
+    assert compiled(X, extra, lin_extra)[1:] == (True, True)
+    assert compiled(X, plain, lin)[1:] == (False, False)
+    assert cnt.frame_count == 2
