@@ -16,7 +16,7 @@ from . import bytecode_transformation as bt
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
 from .variables.dicts import DictVariable, SetVariable
-from .variables.functions import NestedUserFunctionVariable
+from .variables.functions import NestedUserFunctionVariable, PartialVariable
 from .variables.lists import BaseListVariable, ListIteratorVariable
 
 GRAPH_OUT = "___graph_out"
@@ -28,7 +28,8 @@ GRAPH_OUT = "___graph_out"
 # ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object, and so is a function
 # made in the frame: a graph break at ``f.__defaults__ = (5,)`` stores into the ``f`` the resume function gets.
 # Sourced values are reloaded from their source, which is the same object anyway.
-REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable, NestedUserFunctionVariable)
+REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable, NestedUserFunctionVariable,
+               PartialVariable)
 
 
 class PyCodegen:

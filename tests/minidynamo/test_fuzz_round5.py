@@ -263,3 +263,35 @@ def test_hasattr_on_an_input_is_guarded():
     assert compiled(X, extra, lin_extra)[1:] == (True, True)
     assert compiled(X, plain, lin)[1:] == (False, False)
     assert cnt.frame_count == 2
+
+
+def test_two_partials_of_one_function_are_distinct_objects():
+    """``is`` compared the partials' shared ``func`` tracker: ``p1 is p2`` was True."""
+    def fn(x):
+        f = torch.mul
+        p1, p2 = functools.partial(f, x), functools.partial(f, x)
+        p3 = p1
+        return p1 is p2, p1 is p3, p1(2)
+    assert _check(fn, X)[:2] == (False, True)
+
+
+def test_a_partial_passed_twice_is_one_object():
+    def fn(x, p, q):
+        return p is q, q(x)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    p, other = functools.partial(torch.mul, 2), functools.partial(torch.mul, 2)
+    assert compiled(X, p, p)[0] is True
+    assert compiled(X, p, other)[0] is False
+    assert cnt.frame_count == 2
+
+
+def test_a_partial_made_in_the_frame_lives_across_a_break():
+    """It could not be rebuilt by the generated code: the frame ran eagerly."""
+    def fn(x):
+        p = functools.partial(lambda a, b, c=1: a * b + c, x, c=2)
+        q = p
+        minidynamo.graph_break()
+        return p(3), q is p, p.keywords
+    _check(fn, X, graphs=1, breaks=1)
