@@ -100,6 +100,21 @@ def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | N
     return entry
 
 
+# [Note: no graph break in an except block]  While an ``except`` block (or a ``finally`` block reached by an
+# exception) runs, the exception it handles is interpreter state: ``sys.exc_info()``, a bare ``raise`` and
+# ``logging.exception`` read it, and ``e.__traceback__``/``__context__`` live on the real exception object.  A resume
+# function is called from plain code and its ``e`` is an exception rebuilt from its args: it saw no exception
+# (``raise`` gave "RuntimeError: No active exception to reraise"), and no traceback.  So a break there is refused and
+# the frame runs eagerly.  Such code is found by the marker ``PUSH_EXC_INFO`` leaves on the stack until
+# ``POP_EXCEPT`` (``PreviousExceptionVariable``): exact on 3.11 and 3.12 alike, where the exception table's
+# cleanup handlers differ.
+def refuse_break_in_except_block(tx) -> None:
+    from .variables.misc import PreviousExceptionVariable
+    if any(isinstance(v, PreviousExceptionVariable) for v in tx.stack):
+        unimplemented("a graph break inside an except block (the exception it handles cannot be handed to a "
+                      "resume function)", "the frame runs eagerly; move the code that breaks out of the except block")
+
+
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
             not cells_movable(code) or reads_frame_locals(code):
@@ -392,6 +407,7 @@ def _is_null(v) -> bool:
 
 def compile_and_break(tx, inst) -> list:
     """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function."""
+    refuse_break_in_except_block(tx)
     output = tx.output
     code = output.f_code
     stack = list(tx.stack)

@@ -57,7 +57,7 @@ from .variables import (
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
-from .variables.misc import ExceptionVariable, plain_exception_class
+from .variables.misc import ExceptionVariable, PreviousExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -125,8 +125,9 @@ class InstructionTranslatorBase:
     def handle_observed_exception(self, e: ObservedException) -> bool:
         """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
         is cut to the try block's depth, then (lasti,) and the exception are pushed.  A ``with`` block the
-        exception leaves is exited on the way out ([Note: exceptions leaving a with block]); other handlers (a
-        3.12 comprehension's cleanup) are not traced: False, the exception goes on to the caller."""
+        exception leaves is exited on the way out ([Note: exceptions leaving a with block]); the compiler's own
+        cleanup blocks, which end in ``RERAISE``, are traced too ([Note: cleanup handlers]).  Any other handler:
+        False, the exception goes on to the caller."""
         offset = self.current_instruction.offset
         while True:
             entry = self.exception_entry_at(offset)
@@ -134,7 +135,9 @@ class InstructionTranslatorBase:
                 return False
             k = self.index_of[entry.target]
             if self.instructions[k].opname != "PUSH_EXC_INFO":
-                return False
+                if not self.is_cleanup_handler(k):
+                    return False
+                break
             if self.instructions[k + 1].opname != "WITH_EXCEPT_START":
                 break
             self.exit_with_block(entry, e)
@@ -170,7 +173,7 @@ class InstructionTranslatorBase:
 
     def PUSH_EXC_INFO(self, inst):
         exc = self.pop()
-        self.push(ConstantVariable(None))  # the exception being handled before this one (none while tracing)
+        self.push(PreviousExceptionVariable())
         self.push(exc)
 
     def POP_EXCEPT(self, inst):
@@ -180,9 +183,32 @@ class InstructionTranslatorBase:
         classes = self.pop().as_python_constant()
         self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), classes)))
 
+    # [Note: cleanup handlers]  Besides ``except`` clauses (PUSH_EXC_INFO) the compiler makes small handlers that
+    # tidy up and re-raise: ``COPY 3; POP_EXCEPT; RERAISE 1`` after an except clause, ``e = None; del e; RERAISE 1``
+    # for ``except ... as e``, and on 3.12 the restore of an inlined comprehension's variable (``SWAP 2; POP_TOP;
+    # SWAP 2; STORE_FAST i; RERAISE 0``).  They are traced like any code, and ``RERAISE`` raises the traced
+    # exception again, so it reaches the next handler out: an unmatched ``except``, a ``finally`` or a failing
+    # comprehension inside ``try`` work as in CPython.  Other handlers (a 3.12 generator's StopIteration wrapper)
+    # are not traced.
+    CLEANUP_OPS = frozenset({"SWAP", "POP_TOP", "COPY", "POP_EXCEPT", "STORE_FAST", "LOAD_CONST", "DELETE_FAST",
+                             "STORE_DEREF", "DELETE_DEREF", "RERAISE", "NOP"})
+
+    def is_cleanup_handler(self, k: int) -> bool:
+        """Is the handler at instruction ``k`` a straight run of moves and stores ending in ``RERAISE``?"""
+        for inst in self.instructions[k:]:
+            if inst.opname == "RERAISE":
+                return True
+            if inst.opname not in self.CLEANUP_OPS:
+                return False
+        return False
+
     def RERAISE(self, inst):
-        unimplemented("an exception propagates out of an except/finally block while tracing",
-                      "the frame runs eagerly so Python raises it")
+        exc = self.pop()
+        if inst.arg:
+            self.pop()  # the lasti CPython restores; nothing while tracing
+        if not isinstance(exc, ExceptionVariable):
+            unimplemented(f"re-raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
+        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
     def step(self) -> None:
         inst = self.instructions[self.ip]

@@ -9,6 +9,7 @@ import types
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
+from .constant import ConstantVariable
 
 
 class PythonModuleVariable(VariableTracker):
@@ -36,6 +37,15 @@ class PythonModuleVariable(VariableTracker):
         if self.source is not None:
             return VariableBuilder(tx, AttrSource(self.source, name))(value)
         return wrap_constant_result(value)
+
+
+class PreviousExceptionVariable(ConstantVariable):
+    """What ``PUSH_EXC_INFO`` saves below the exception an ``except`` block handles: the exception handled before
+    it (none while tracing).  On the stack it also marks the code in between, up to ``POP_EXCEPT``, as running
+    inside an ``except`` block: see [Note: no graph break in an except block] in convert_frame.py."""
+
+    def __init__(self):
+        super().__init__(None)
 
 
 class ExceptionVariable(VariableTracker):

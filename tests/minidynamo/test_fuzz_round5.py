@@ -295,3 +295,57 @@ def test_a_partial_made_in_the_frame_lives_across_a_break():
         minidynamo.graph_break()
         return p(3), q is p, p.keywords
     _check(fn, X, graphs=1, breaks=1)
+
+
+# --- e. exceptions through cleanup handlers, and breaks inside except blocks ---------------------------------------
+
+def test_an_unmatched_except_passes_the_exception_to_the_outer_try():
+    """``RERAISE`` (and the compiler's cleanup handlers) were refused: the frame ran eagerly."""
+    def fn(x, log):
+        def inner():
+            try:
+                raise IndexError(3)
+            finally:
+                log.append("finally")
+        try:
+            try:
+                inner()
+            except (ValueError, KeyError):
+                return x
+        except IndexError as e:
+            log.append(e.args)
+        return x + len(log)
+    _check(fn, X, [])
+
+
+def test_a_comprehension_that_raises_inside_try():
+    """On 3.12 the inlined comprehension's own handler (restoring ``i``) was not traced: the frame ran eagerly."""
+    def fn(x):
+        i = "outer"
+        try:
+            ys = [x / (1 - i) if i != 1 else 1 // 0 for i in range(3)]
+        except ZeroDivisionError as e:
+            ys = str(e)
+        return ys, i, x + 1
+    _check(fn, X)
+
+
+def test_no_graph_break_inside_an_except_block():
+    """A resume function does not run inside the except block: after a break there, a bare ``raise`` gave
+    "RuntimeError: No active exception to reraise", ``sys.exc_info()`` was empty and ``e.__traceback__`` None."""
+    import sys
+
+    def fn(x):
+        try:
+            try:
+                raise ValueError("v")
+            except ValueError as e:
+                minidynamo.graph_break()
+                info = sys.exc_info()[0], e.__traceback__ is None
+                raise
+        except ValueError as e:
+            return x + 1, info, e.args
+
+    cnt = CompileCounter()
+    assert _same(minidynamo.minicompile(fn, backend=cnt)(X), fn(X))
+    assert "except block" in next(iter(minidynamo.counters["eager_fallback"]))
