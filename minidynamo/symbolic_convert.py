@@ -57,6 +57,7 @@ from .variables import (
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
+from .variables.lists import GeneratorResultVariable
 from .variables.misc import ExceptionVariable, PreviousExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
@@ -338,8 +339,10 @@ class InstructionTranslatorBase:
         cell.set(self.pop())  # a cell of the compiled frame: written for real by convert_frame.cell_stores
         if inst.argval in self.f_code.co_freevars:  # an enclosing function's variable (nonlocal)
             self.output.side_effects.writes += 1
+        self.output.side_effects.cell_writes += 1
 
     def DELETE_DEREF(self, inst):
+        self.output.side_effects.cell_writes += 1
         cell = self.cells[inst.argval]
         cell.value = None
         cell.mutated = True
@@ -951,8 +954,9 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
     the body's side effects would all happen, and happen first.  So a generator whose run writes anything outside
     itself (a list, an attribute, a global, an enclosing variable, a tensor in place, the global RNG by drawing
     from it: ``SideEffects.writes``) is refused: a graph break at the call, after which Python makes and drives
-    the real generator.  A pure body is run up front (its values do not depend on when it runs), at most
-    ``MAX_YIELDS`` items: an endless generator (``while True: yield``) is refused too.
+    the real generator.  A pure body is run up front, at most ``MAX_YIELDS`` items (an endless generator,
+    ``while True: yield``, is refused too); its items stay valid only while the code writes nothing the body could
+    read: [Note: stale generators] in variables/lists.py.
     """
 
     MAX_YIELDS = 1000
@@ -968,7 +972,8 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
         if self.output.side_effects.writes != writes:
             unimplemented(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
                           "build a list first, or move the side effects out of the generator")
-        return ListIteratorVariable(self.yielded)
+        made_at = self.root_tx().current_instruction.offset
+        return GeneratorResultVariable(self.yielded, self.f_code.co_name, self.output.side_effects.version(), made_at)
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))

@@ -349,3 +349,69 @@ def test_no_graph_break_inside_an_except_block():
     cnt = CompileCounter()
     assert _same(minidynamo.minicompile(fn, backend=cnt)(X), fn(X))
     assert "except block" in next(iter(minidynamo.counters["eager_fallback"]))
+
+
+# --- f. generators run up front must not be stale -----------------------------------------------------------------
+
+def test_a_generator_reads_a_variable_changed_after_it_was_made():
+    """The translator runs a generator's body when it is made; ``k = 10`` before ``list(g)`` was not seen."""
+    def fn(x):
+        k = 1
+        g = (x * k for _ in range(2))
+        k = 10
+        return list(g)
+    _check(fn, X, graphs=0, breaks=2)
+
+
+def test_a_generator_sees_items_appended_to_its_list():
+    def fn(x):
+        xs = [1, 2]
+        g = (v * x for v in xs)
+        xs.append(3)
+        return list(g)
+    assert len(_check(fn, X, graphs=0, breaks=2)) == 3
+
+
+def test_a_generator_resumed_after_its_dict_changed_raises():
+    """The body's end (the dict iterator noticing the new key) runs at the ``next`` after the last item."""
+    def fn(x, d):
+        def keys():
+            for k in d:  # noqa: UP028 - the loop is what is being tested
+                yield k
+        it = keys()
+        first = next(it)
+        d["b"] = 2
+        try:
+            rest = list(it)
+        except RuntimeError as e:
+            rest = str(e)
+        return x + 1, first, rest
+
+    cnt = CompileCounter()
+    got = minidynamo.minicompile(fn, backend=cnt)(X, {"a": 1})
+    assert _same(got, fn(X, {"a": 1}))
+    assert not minidynamo.counters["eager_fallback"] or "generator" in next(iter(minidynamo.counters["eager_fallback"]))
+
+
+def test_a_generator_made_and_consumed_at_once_is_still_one_graph():
+    def fn(x):
+        k = 2
+        total = sum(x * i for i in range(3))
+        k = 3
+        return total * k, torch.stack(list(x * j for j in range(k)))  # noqa: C400
+    _check(fn, X)
+
+
+def test_generator_methods_are_not_run_on_its_items():
+    """``it.throw(...)`` ran on the tuple iterator the traced generator was rebuilt as: AttributeError."""
+    def fn(x):
+        def g():
+            try:
+                yield 1
+            except ValueError:
+                yield 99
+        it = g()
+        next(it)
+        return x * it.throw(ValueError())
+
+    assert _same(minidynamo.minicompile(fn, backend=CompileCounter())(X), fn(X))
