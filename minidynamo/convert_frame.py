@@ -72,12 +72,31 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         offset = getattr(e, "root_offset", None)
         if ctx is None or ctx.fullgraph or not can_break_at(fn.__code__, offset):
             raise
-        entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=offset)
+        entry, e = _translate_breaking(fn, f_locals, compiler_fn, ctx, e)
         counters["graph_break"][e.reason] += 1
         ctx.graph_breaks.append(e)
         if fn.__code__ in ctx.resume_origin:
             ctx.break_hints[fn.__code__] = e
         return entry
+
+
+def _translate_breaking(fn, f_locals, compiler_fn, ctx, e: Unsupported) -> tuple[CacheEntry, Unsupported]:
+    """Translate breaking the graph where ``e`` happened -- or earlier, where breaking there needs it.
+
+    [Note: a break moved earlier]  At a break every live value is handed to Python.  One that cannot be (a
+    generator the translator ran up front: [Note: stale generators]) refuses with ``break_earlier`` and the
+    offset of the instruction that made it; the translation starts once more and breaks there instead."""
+    tried = set()
+    while True:
+        tried.add(e.root_offset)
+        try:
+            return translate(fn, f_locals, compiler_fn, ctx, break_offset=e.root_offset), e
+        except Unsupported as earlier:
+            offset = getattr(earlier, "root_offset", None)
+            if not getattr(earlier, "break_earlier", False) or offset in tried or \
+                    not can_break_at(fn.__code__, offset):
+                raise
+            e = earlier
 
 
 def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | None:

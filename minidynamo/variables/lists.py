@@ -401,7 +401,8 @@ class GeneratorResultVariable(ListIteratorVariable):
     list(g)`` multiplies by 10, and ``xs.append(3)`` before the loop adds an item.  So taking an item checks
     that the traced code wrote nothing since the call (``SideEffects.version``); if it did, the translation
     starts again and breaks the graph at the call itself (``root_offset``), where Python makes the real,
-    lazy generator.  A generator's own methods (``send``, ``throw``, ``close``) are refused the same way.
+    lazy generator.  A generator's own methods (``send``, ``throw``, ``close``) are refused the same way, and so
+    is handing an unfinished one to Python (``reconstruct``): what runs next may change what its body reads.
     """
 
     def __init__(self, items: list[VariableTracker], name: str, version: tuple, made_at: int, **kw):
@@ -419,6 +420,7 @@ class GeneratorResultVariable(ListIteratorVariable):
         from ..exc import Unsupported
         e = Unsupported(f"generator {self.name} {reason}", "Python makes the generator and runs it lazily")
         e.root_offset = self.made_at
+        e.break_earlier = True  # [Note: a break moved earlier] in convert_frame.py
         raise e
 
     def check_fresh(self, tx) -> None:
@@ -435,6 +437,13 @@ class GeneratorResultVariable(ListIteratorVariable):
         self.check_fresh(tx)
         self.finished = True
         return super().unpack_var_sequence(tx)
+
+    def reconstruct(self, codegen):
+        """Handed to Python (at a graph break, or returned) a generator must be the real one: whatever runs next
+        may change what its body reads, or call its own methods.  Only a finished one is a plain iterator."""
+        if not self.finished:
+            self.refuse("is handed to Python unfinished (a graph break or the frame's return)")
+        super().reconstruct(codegen)
 
     def var_getattr(self, tx, name):
         if name in GENERATOR_ONLY:

@@ -415,3 +415,26 @@ def test_generator_methods_are_not_run_on_its_items():
         return x * it.throw(ValueError())
 
     assert _same(minidynamo.minicompile(fn, backend=CompileCounter())(X), fn(X))
+
+
+def test_an_unfinished_generator_live_at_a_break_is_the_real_one():
+    """Rebuilt at the break as a tuple iterator of the items computed up front, it missed ``k = 10`` after the
+    break; the break now moves to the generator's call ([Note: a break moved earlier])."""
+    def fn(x):
+        k = 1
+        g = (x * k for _ in range(2))
+        minidynamo.graph_break()
+        k = 10
+        return list(g)
+    _check(fn, X, graphs=0, breaks=3)
+
+
+def test_a_returned_generator_is_a_generator():
+    """It was returned as a tuple iterator of its items: no ``send``, and stale once the caller changed ``xs``."""
+    def fn(x, xs):
+        return (v * x for v in xs)
+
+    xs = [1, 2]
+    g = minidynamo.minicompile(fn, backend=CompileCounter())(X, xs)
+    xs.append(3)
+    assert isinstance(g, types.GeneratorType) and len(list(g)) == 3
