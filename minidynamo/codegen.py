@@ -43,6 +43,7 @@ class PyCodegen:
         # id(tracker) -> (the local holding the object it was rebuilt as, the tracker): see [Note: one object
         # per tracker].  The tracker is kept so that its id cannot be reused by a temporary one.
         self.tempvars: dict[int, tuple[str, VariableTracker]] = {}
+        self.rebuilding: set[int] = set()  # ids of the trackers being rebuilt now (a cycle is refused)
 
     def __call__(self, vt: VariableTracker) -> None:
         """Push ``vt``'s value on the stack."""
@@ -57,7 +58,15 @@ class PyCodegen:
         if id(vt) in self.tempvars:
             self.load_local(self.tempvars[id(vt)][0])
             return
-        vt.reconstruct(self)
+        if id(vt) in self.rebuilding:  # BUILD_LIST makes a list from items that already exist: not itself
+            from .exc import unimplemented
+            unimplemented(f"{vt.describe()} contains itself: generated code cannot rebuild it",
+                          "do not put a container made in the compiled function inside itself")
+        self.rebuilding.add(id(vt))
+        try:
+            vt.reconstruct(self)
+        finally:
+            self.rebuilding.discard(id(vt))
         if isinstance(vt, REBUILT_ONCE):
             name = f"___tmp_{len(self.tempvars)}"
             self.append(Instr("COPY", 1))

@@ -245,10 +245,12 @@ def arg_count(code: types.CodeType) -> int:
 def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
     """The computed tensors and symbolic ints (no source) reachable from ``values``: the graph's outputs."""
     out: dict[int, VariableTracker] = {}
+    seen: set[int] = set()  # a list may hold itself (``a.append(a)``)
 
     def walk(v):
-        if not isinstance(v, VariableTracker):
+        if not isinstance(v, VariableTracker) or id(v) in seen:
             return
+        seen.add(id(v))
         if isinstance(v, (TensorVariable, SymNodeVariable)):
             if v.source is None:
                 out.setdefault(id(v), v)

@@ -438,3 +438,37 @@ def test_a_returned_generator_is_a_generator():
     g = minidynamo.minicompile(fn, backend=CompileCounter())(X, xs)
     xs.append(3)
     assert isinstance(g, types.GeneratorType) and len(list(g)) == 3
+
+
+# --- g. containers that hold themselves --------------------------------------------------------------------------
+
+def test_a_list_that_contains_itself_is_refused_cleanly():
+    """Walking it for graph outputs, or rebuilding it, recursed until RecursionError: an internal error."""
+    def returned(x):
+        a = [1]
+        a.append(a)
+        return x * 2, a
+
+    def mutated_input(x, lst):
+        lst.append(lst)
+        return x + 1
+
+    t, a = minidynamo.minicompile(returned, backend=CompileCounter())(X)
+    assert torch.equal(t, X * 2) and a[1] is a
+    [reason] = minidynamo.counters["eager_fallback"]
+    assert "contains itself" in reason
+
+    minidynamo.reset()
+    lst = [1]
+    assert torch.equal(minidynamo.minicompile(mutated_input, backend=CompileCounter())(X, lst), X + 1)
+    assert lst[1] is lst
+    [reason] = minidynamo.counters["eager_fallback"]
+    assert "contains itself" in reason
+
+
+def test_a_list_that_contains_itself_but_stays_in_the_graph():
+    def fn(x):
+        a = [1]
+        a.append(a)
+        return x * len(a), a[1] is a
+    _check(fn, X)
