@@ -129,19 +129,22 @@ class InstructionTranslatorBase:
         exception leaves is exited on the way out ([Note: exceptions leaving a with block]); the compiler's own
         cleanup blocks, which end in ``RERAISE``, are traced too ([Note: cleanup handlers]).  Any other handler:
         False, the exception goes on to the caller."""
-        offset = self.current_instruction.offset
+        offset, raised = self.current_instruction.offset, e
         while True:
             entry = self.exception_entry_at(offset)
-            if entry is None or len(self.stack) < entry.depth:
+            k = None if entry is None or len(self.stack) < entry.depth else self.index_of[entry.target]
+            if k is None or self.instructions[k].opname != "PUSH_EXC_INFO" and not self.is_cleanup_handler(k):
+                if e is not raised:
+                    raise e  # an __exit__ raised on the way: its exception goes on to the caller
                 return False
-            k = self.index_of[entry.target]
             if self.instructions[k].opname != "PUSH_EXC_INFO":
-                if not self.is_cleanup_handler(k):
-                    return False
                 break
             if self.instructions[k + 1].opname != "WITH_EXCEPT_START":
                 break
-            self.exit_with_block(entry, e)
+            try:
+                self.exit_with_block(entry, e)
+            except ObservedException as from_exit:  # __exit__ raised: that exception goes on in place of ``e``
+                e = from_exit
             # CPython re-raises from the handler; what catches it there catches the exception leaving the block
             offset = self.exception_entry_at(self.instructions[k + 1].offset).target
         del self.stack[entry.depth:]
@@ -162,6 +165,7 @@ class InstructionTranslatorBase:
     # after the block, which is not traced).
     def exit_with_block(self, entry, e: ObservedException) -> None:
         exit_fn = self.stack[entry.depth - 1]  # BEFORE_WITH pushed it below the block's stack
+        del self.stack[entry.depth - 1:]
         if isinstance(exit_fn, WithExitFunctionVariable):
             exit_fn.ctx.exit(self)
         else:
@@ -170,7 +174,6 @@ class InstructionTranslatorBase:
             if not result.is_python_constant() or result.as_python_constant():
                 unimplemented("a context manager's __exit__ may suppress an exception raised while tracing",
                               "the frame runs eagerly; raise outside the `with` block to trace it")
-        del self.stack[entry.depth - 1:]
 
     def PUSH_EXC_INFO(self, inst):
         exc = self.pop()

@@ -472,3 +472,30 @@ def test_a_list_that_contains_itself_but_stays_in_the_graph():
         a.append(a)
         return x * len(a), a[1] is a
     _check(fn, X)
+
+
+class _RaisingExit:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append("exit")
+        raise KeyError("from exit")
+
+
+def test_an_exception_raised_by_exit_replaces_the_one_leaving_the_block():
+    def fn(x, log):
+        def f():
+            with _RaisingExit(log):
+                raise ValueError(1)
+        try:
+            f()
+        except KeyError as e:
+            log.append(e.args)
+        except ValueError:
+            log.append("the exception __exit__ replaced")
+        return x + 1
+    _check(fn, X, [])
