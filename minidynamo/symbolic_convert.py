@@ -305,13 +305,25 @@ class InstructionTranslatorBase:
     LOAD_FAST_CHECK = LOAD_FAST
 
     def LOAD_FAST_AND_CLEAR(self, inst):  # 3.12 inlined comprehensions save the outer binding
-        value = self.symbolic_locals.pop(inst.argval, None)
+        name = inst.argval
+        if name in self.f_code.co_cellvars and name in self.cells:
+            # [Note: a comprehension variable that is a cell]  When the outer variable is a cell, its slot holds
+            # the cell object itself: this saves the cell and empties the slot, the comprehension makes its own
+            # cell (MAKE_CELL) or uses the slot as a plain local, and STORE_FAST puts the outer cell back.  So
+            # `[lambda: i for i in ...]` closes over a cell of its own, not the function's `i`.
+            self.push(self.cells.pop(name))
+            return
+        value = self.symbolic_locals.pop(name, None)
         if isinstance(value, LazyVariableTracker):
             value = value.realize(self)
         self.push(value if value is not None else NullVariable())
 
     def STORE_FAST(self, inst):
         value = self.pop()
+        if isinstance(value, CellVariable) and inst.argval in self.f_code.co_cellvars:
+            self.cells[inst.argval] = value  # the cell LOAD_FAST_AND_CLEAR saved goes back into its slot
+            self.symbolic_locals.pop(inst.argval, None)
+            return
         if isinstance(value, NullVariable):
             self.symbolic_locals.pop(inst.argval, None)
         else:

@@ -499,3 +499,24 @@ def test_an_exception_raised_by_exit_replaces_the_one_leaving_the_block():
             log.append("the exception __exit__ replaced")
         return x + 1
     _check(fn, X, [])
+
+
+def test_a_comprehension_variable_captured_by_a_lambda_has_its_own_cell():
+    """3.12 (PEP 709): ``LOAD_FAST_AND_CLEAR i; MAKE_CELL i`` gives the comprehension a cell of its own and
+    ``STORE_FAST i`` puts the function's cell back.  The translator kept one cell, so ``i = 7`` after the
+    comprehension changed what its lambdas returned ([1, 1] in eager, [7, 7] compiled)."""
+    def fn(x):
+        fs = [lambda: i for i in range(2)]  # noqa: B023 - the late binding is what is tested
+        i = 7
+        g = lambda: i
+        return x * g(), [f() for f in fs]
+    assert _check(fn, X)[1] == [1, 1]
+
+
+def test_a_comprehension_variable_that_is_a_plain_local_inside():
+    def fn(x):
+        i = 100
+        g = lambda: i
+        ys = [i * 2 for i in range(3)]
+        return x * g(), ys, i
+    _check(fn, X)
