@@ -391,7 +391,8 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     from .variables.functions import NestedUserFunctionVariable
     from .variables.nn_module import any_global_module_hooks, has_hooks
     ctx = tx.output.ctx
-    if getattr(getattr(v, "fn", None), "__module__", "").startswith("torch"):
+    # (a function made by exec() without ``__name__`` in its globals has ``__module__`` None)
+    if (getattr(getattr(v, "fn", None), "__module__", None) or "").startswith("torch"):
         return v  # PyTorch's own Python code runs as it is
     if isinstance(v, UserMethodVariable) and not hasattr(v.fn, "_minidynamo_disable"):
         return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)

@@ -520,3 +520,30 @@ def test_a_comprehension_variable_that_is_a_plain_local_inside():
         ys = [i * 2 for i in range(3)]
         return x * g(), ys, i
     _check(fn, X)
+
+
+# --- h. code made by exec() ----------------------------------------------------------------------------------------
+
+_EXEC_SOURCE = '''
+import torch
+class Ctx:
+    def __init__(self, log): self.log = log
+    def __enter__(self): self.log.append("enter"); return self
+    def __exit__(self, *exc): self.log.append("exit"); return False
+def helper(x):
+    print("natively")
+    return x + 1
+def fn(x, log):
+    with Ctx(log):
+        x = x * 2
+    return helper(x)
+'''
+
+
+def test_code_made_by_exec_without_a_module_name():
+    """exec() without ``__name__`` in the globals: the class says ``__module__ == "builtins"`` and was folded like
+    a builtin over its constant args (the log never saw enter/exit), and a function's ``__module__`` is None
+    (``.startswith`` on it was an internal error at the break)."""
+    ns: dict = {}
+    exec(compile(_EXEC_SOURCE, "<generated>", "exec"), ns)  # noqa: S102 - exec is what is tested
+    _check(ns["fn"], X, [], graphs=2, breaks=2)
