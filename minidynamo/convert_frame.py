@@ -18,7 +18,7 @@ import itertools
 import types
 from collections.abc import Callable
 
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
 from . import config
@@ -490,13 +490,21 @@ def compile_and_break(tx, inst) -> list:
             after = virtual[:-1] + [True, False]
         continue_at(tx, cg, nxt, after, live)
     else:
+        exits = exit_slots(tx.stack, virtual)
+        guarded = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1) if exits else None
+        if guarded is not None:
+            cg.append(guarded)
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
-        stretch = native_stretch(tx, live)  # a next data-dependent subscript runs natively too
+        stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
             cg.append(copy_instruction(code, inst.offset))
+        if guarded is not None:
+            cg.append(TryEnd(guarded))
+            handler = PyCodegen(tx, code, output.f_globals)
+            emit_exits_then_reraise(handler, guarded, exits)
         effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
@@ -507,7 +515,40 @@ def compile_and_break(tx, inst) -> list:
         else:
             pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
+        if guarded is not None:
+            cg.append(*handler.instructions)  # after the continuation's return: reached only by an exception
     return head.instructions + cg.instructions
+
+
+# [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
+# instruction with grad disabled (the graph entered the block and did not leave it; the resume function leaves it
+# through the GradModeExit it receives).  Should that instruction raise, eager's ``with`` restores grad mode on the
+# way out; the transformed code did not, and the caller's process went on with grad disabled (the same for
+# autocast and record_function regions).  So the native instruction is covered by a handler that calls every
+# pending exit, innermost first, and re-raises.
+def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
+    """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
+    from .variables import WithExitFunctionVariable
+    positions, real = [], 0
+    for v, is_virtual in zip(stack, virtual):
+        if is_virtual:
+            continue
+        if isinstance(v, WithExitFunctionVariable):
+            positions.append(real)
+        real += 1
+    return positions
+
+
+def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
+    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
+    from .resume_execution import run_exits
+    cg.append(try_begin.target)
+    cg.load_const_object(run_exits, push_null=True)
+    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
+    for k, position in enumerate(sorted(exits, reverse=True)):
+        cg.append(Instr("COPY", size + k - position))
+    cg.call(len(exits))
+    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
 
 
 def cell_stores(tx) -> list[tuple[str, VariableTracker]]:

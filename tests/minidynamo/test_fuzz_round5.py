@@ -547,3 +547,32 @@ def test_code_made_by_exec_without_a_module_name():
     ns: dict = {}
     exec(compile(_EXEC_SOURCE, "<generated>", "exec"), ns)  # noqa: S102 - exec is what is tested
     _check(ns["fn"], X, [], graphs=2, breaks=2)
+
+
+# --- i. an exception at a graph break inside a `with` block ---------------------------------------------------------
+
+def _raises_natively(t):
+    print("runs natively")
+    raise ValueError("h")
+
+
+@pytest.mark.parametrize("manager", ["no_grad", "autocast", "record_function"])
+def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager):
+    """The graph entered the block and the native call raised: grad mode (autocast) stayed as the block set it
+    in the caller's process ([Note: exits when the native instruction raises])."""
+    enter = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
+             "record_function": lambda: torch.autograd.profiler.record_function("r")}[manager]
+
+    def fn(x):
+        with enter():
+            y = x * 2
+            _raises_natively(y)
+        return y
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="h"):
+            compiled(X)
+        assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+    assert cnt.frame_count == 1  # fn's graph; the callee's frame runs eagerly (its raise is uncaught)
