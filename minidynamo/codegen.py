@@ -16,6 +16,7 @@ from . import bytecode_transformation as bt
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
 from .variables.dicts import DictVariable, SetVariable
+from .variables.functions import NestedUserFunctionVariable, PartialVariable
 from .variables.lists import BaseListVariable, ListIteratorVariable
 
 GRAPH_OUT = "___graph_out"
@@ -24,9 +25,11 @@ GRAPH_OUT = "___graph_out"
 # many names, containers and stack slots hold it (``a = [x]; b = a``).  Rebuilt once per reference it would become
 # several objects: ``return a, a`` would give two lists, and after a graph break ``a.append(1)`` would not show in
 # ``b``.  So the first rebuild keeps the object in a temporary and later ones load it (upstream's
-# ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object.  Sourced values are
-# reloaded from their source, which is the same object anyway.
-REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable)
+# ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object, and so is a function
+# made in the frame: a graph break at ``f.__defaults__ = (5,)`` stores into the ``f`` the resume function gets.
+# Sourced values are reloaded from their source, which is the same object anyway.
+REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable, NestedUserFunctionVariable,
+               PartialVariable)
 
 
 class PyCodegen:
@@ -40,6 +43,7 @@ class PyCodegen:
         # id(tracker) -> (the local holding the object it was rebuilt as, the tracker): see [Note: one object
         # per tracker].  The tracker is kept so that its id cannot be reused by a temporary one.
         self.tempvars: dict[int, tuple[str, VariableTracker]] = {}
+        self.rebuilding: set[int] = set()  # ids of the trackers being rebuilt now (a cycle is refused)
 
     def __call__(self, vt: VariableTracker) -> None:
         """Push ``vt``'s value on the stack."""
@@ -54,7 +58,15 @@ class PyCodegen:
         if id(vt) in self.tempvars:
             self.load_local(self.tempvars[id(vt)][0])
             return
-        vt.reconstruct(self)
+        if id(vt) in self.rebuilding:  # BUILD_LIST makes a list from items that already exist: not itself
+            from .exc import unimplemented
+            unimplemented(f"{vt.describe()} contains itself: generated code cannot rebuild it",
+                          "do not put a container made in the compiled function inside itself")
+        self.rebuilding.add(id(vt))
+        try:
+            vt.reconstruct(self)
+        finally:
+            self.rebuilding.discard(id(vt))
         if isinstance(vt, REBUILT_ONCE):
             name = f"___tmp_{len(self.tempvars)}"
             self.append(Instr("COPY", 1))

@@ -18,7 +18,7 @@ import itertools
 import types
 from collections.abc import Callable
 
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
 from . import config
@@ -72,12 +72,31 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         offset = getattr(e, "root_offset", None)
         if ctx is None or ctx.fullgraph or not can_break_at(fn.__code__, offset):
             raise
-        entry = translate(fn, f_locals, compiler_fn, ctx, break_offset=offset)
+        entry, e = _translate_breaking(fn, f_locals, compiler_fn, ctx, e)
         counters["graph_break"][e.reason] += 1
         ctx.graph_breaks.append(e)
         if fn.__code__ in ctx.resume_origin:
             ctx.break_hints[fn.__code__] = e
         return entry
+
+
+def _translate_breaking(fn, f_locals, compiler_fn, ctx, e: Unsupported) -> tuple[CacheEntry, Unsupported]:
+    """Translate breaking the graph where ``e`` happened -- or earlier, where breaking there needs it.
+
+    [Note: a break moved earlier]  At a break every live value is handed to Python.  One that cannot be (a
+    generator the translator ran up front: [Note: stale generators]) refuses with ``break_earlier`` and the
+    offset of the instruction that made it; the translation starts once more and breaks there instead."""
+    tried = set()
+    while True:
+        tried.add(e.root_offset)
+        try:
+            return translate(fn, f_locals, compiler_fn, ctx, break_offset=e.root_offset), e
+        except Unsupported as earlier:
+            offset = getattr(earlier, "root_offset", None)
+            if not getattr(earlier, "break_earlier", False) or offset in tried or \
+                    not can_break_at(fn.__code__, offset):
+                raise
+            e = earlier
 
 
 def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | None:
@@ -98,6 +117,21 @@ def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | N
         counters["graph_break"][e.reason] += 1
         ctx.graph_breaks.append(e)
     return entry
+
+
+# [Note: no graph break in an except block]  While an ``except`` block (or a ``finally`` block reached by an
+# exception) runs, the exception it handles is interpreter state: ``sys.exc_info()``, a bare ``raise`` and
+# ``logging.exception`` read it, and ``e.__traceback__``/``__context__`` live on the real exception object.  A resume
+# function is called from plain code and its ``e`` is an exception rebuilt from its args: it saw no exception
+# (``raise`` gave "RuntimeError: No active exception to reraise"), and no traceback.  So a break there is refused and
+# the frame runs eagerly.  Such code is found by the marker ``PUSH_EXC_INFO`` leaves on the stack until
+# ``POP_EXCEPT`` (``PreviousExceptionVariable``): exact on 3.11 and 3.12 alike, where the exception table's
+# cleanup handlers differ.
+def refuse_break_in_except_block(tx) -> None:
+    from .variables.misc import PreviousExceptionVariable
+    if any(isinstance(v, PreviousExceptionVariable) for v in tx.stack):
+        unimplemented("a graph break inside an except block (the exception it handles cannot be handed to a "
+                      "resume function)", "the frame runs eagerly; move the code that breaks out of the except block")
 
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
@@ -211,10 +245,12 @@ def arg_count(code: types.CodeType) -> int:
 def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
     """The computed tensors and symbolic ints (no source) reachable from ``values``: the graph's outputs."""
     out: dict[int, VariableTracker] = {}
+    seen: set[int] = set()  # a list may hold itself (``a.append(a)``)
 
     def walk(v):
-        if not isinstance(v, VariableTracker):
+        if not isinstance(v, VariableTracker) or id(v) in seen:
             return
+        seen.add(id(v))
         if isinstance(v, (TensorVariable, SymNodeVariable)):
             if v.source is None:
                 out.setdefault(id(v), v)
@@ -355,7 +391,8 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     from .variables.functions import NestedUserFunctionVariable
     from .variables.nn_module import any_global_module_hooks, has_hooks
     ctx = tx.output.ctx
-    if getattr(getattr(v, "fn", None), "__module__", "").startswith("torch"):
+    # (a function made by exec() without ``__name__`` in its globals has ``__module__`` None)
+    if (getattr(getattr(v, "fn", None), "__module__", None) or "").startswith("torch"):
         return v  # PyTorch's own Python code runs as it is
     if isinstance(v, UserMethodVariable) and not hasattr(v.fn, "_minidynamo_disable"):
         return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)
@@ -392,6 +429,7 @@ def _is_null(v) -> bool:
 
 def compile_and_break(tx, inst) -> list:
     """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function."""
+    refuse_break_in_except_block(tx)
     output = tx.output
     code = output.f_code
     stack = list(tx.stack)
@@ -452,13 +490,21 @@ def compile_and_break(tx, inst) -> list:
             after = virtual[:-1] + [True, False]
         continue_at(tx, cg, nxt, after, live)
     else:
+        exits = exit_slots(tx.stack, virtual)
+        guarded = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1) if exits else None
+        if guarded is not None:
+            cg.append(guarded)
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
-        stretch = native_stretch(tx, live)  # a next data-dependent subscript runs natively too
+        stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
             cg.append(copy_instruction(code, inst.offset))
+        if guarded is not None:
+            cg.append(TryEnd(guarded))
+            handler = PyCodegen(tx, code, output.f_globals)
+            emit_exits_then_reraise(handler, guarded, exits)
         effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
@@ -469,7 +515,40 @@ def compile_and_break(tx, inst) -> list:
         else:
             pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
+        if guarded is not None:
+            cg.append(*handler.instructions)  # after the continuation's return: reached only by an exception
     return head.instructions + cg.instructions
+
+
+# [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
+# instruction with grad disabled (the graph entered the block and did not leave it; the resume function leaves it
+# through the GradModeExit it receives).  Should that instruction raise, eager's ``with`` restores grad mode on the
+# way out; the transformed code did not, and the caller's process went on with grad disabled (the same for
+# autocast and record_function regions).  So the native instruction is covered by a handler that calls every
+# pending exit, innermost first, and re-raises.
+def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
+    """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
+    from .variables import WithExitFunctionVariable
+    positions, real = [], 0
+    for v, is_virtual in zip(stack, virtual):
+        if is_virtual:
+            continue
+        if isinstance(v, WithExitFunctionVariable):
+            positions.append(real)
+        real += 1
+    return positions
+
+
+def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
+    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
+    from .resume_execution import run_exits
+    cg.append(try_begin.target)
+    cg.load_const_object(run_exits, push_null=True)
+    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
+    for k, position in enumerate(sorted(exits, reverse=True)):
+        cg.append(Instr("COPY", size + k - position))
+    cg.call(len(exits))
+    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
 
 
 def cell_stores(tx) -> list[tuple[str, VariableTracker]]:

@@ -127,7 +127,10 @@ class CompileContext:
             sig = self.signatures[code] = inspect.signature(fn)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
-        f_locals = dict(bound.arguments)
+        # inspect calls a comprehension's implicit argument ``.0`` "implicit0" (a Parameter must be an identifier):
+        # the frame's local is ``.0``, the name its bytecode reads
+        f_locals = {f".{name[8:]}" if name.startswith("implicit") and f".{name[8:]}" in code.co_varnames else name:
+                    value for name, value in bound.arguments.items()}
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
                 f_locals[name] = cell.cell_contents

@@ -88,6 +88,12 @@ class AutocastExit:
     __call__._minidynamo_disable = True
 
 
+def run_exits(*exits) -> None:
+    """Call ``with`` exits after a native instruction raised ([Note: exits when the native instruction raises])."""
+    for exit_fn in exits:
+        exit_fn(None, None, None)
+
+
 class RecordFunctionExit:
     """The ``__exit__`` of a ``record_function`` region that was re-entered natively after a graph break.
 

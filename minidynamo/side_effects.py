@@ -39,6 +39,12 @@ class SideEffects:
         # every write the traced code made (to any container, attribute, global, enclosing cell, or tensor in
         # place), sourced or not: a generator whose run changes it has side effects ([Note: eager generators])
         self.writes = 0
+        # stores into the frame's own cells (not side effects, but a generator made earlier may read them)
+        self.cell_writes = 0
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever traced code writes anything a generator's body could read ([Note: stale generators])."""
+        return self.writes, self.cell_writes
 
     def mutate(self, obj: VariableTracker) -> None:
         self.writes += 1

@@ -57,7 +57,8 @@ from .variables import (
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
-from .variables.misc import ExceptionVariable, plain_exception_class
+from .variables.lists import GeneratorResultVariable
+from .variables.misc import ExceptionVariable, PreviousExceptionVariable, plain_exception_class
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -125,15 +126,28 @@ class InstructionTranslatorBase:
     # --- exceptions raised by the traced code -------------------------------------------------------------------
     def handle_observed_exception(self, e: ObservedException) -> bool:
         """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
-        is cut to the try block's depth, then (lasti,) and the exception are pushed.  Only ``try`` handlers count:
-        a ``with`` block's cleanup (``WITH_EXCEPT_START``) is not traced."""
-        offset = self.current_instruction.offset
-        entry = next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
-        if entry is None or len(self.stack) < entry.depth:
-            return False
-        k = self.index_of[entry.target]
-        if self.instructions[k].opname != "PUSH_EXC_INFO" or self.instructions[k + 1].opname == "WITH_EXCEPT_START":
-            return False
+        is cut to the try block's depth, then (lasti,) and the exception are pushed.  A ``with`` block the
+        exception leaves is exited on the way out ([Note: exceptions leaving a with block]); the compiler's own
+        cleanup blocks, which end in ``RERAISE``, are traced too ([Note: cleanup handlers]).  Any other handler:
+        False, the exception goes on to the caller."""
+        offset, raised = self.current_instruction.offset, e
+        while True:
+            entry = self.exception_entry_at(offset)
+            k = None if entry is None or len(self.stack) < entry.depth else self.index_of[entry.target]
+            if k is None or self.instructions[k].opname != "PUSH_EXC_INFO" and not self.is_cleanup_handler(k):
+                if e is not raised:
+                    raise e  # an __exit__ raised on the way: its exception goes on to the caller
+                return False
+            if self.instructions[k].opname != "PUSH_EXC_INFO":
+                break
+            if self.instructions[k + 1].opname != "WITH_EXCEPT_START":
+                break
+            try:
+                self.exit_with_block(entry, e)
+            except ObservedException as from_exit:  # __exit__ raised: that exception goes on in place of ``e``
+                e = from_exit
+            # CPython re-raises from the handler; what catches it there catches the exception leaving the block
+            offset = self.exception_entry_at(self.instructions[k + 1].offset).target
         del self.stack[entry.depth:]
         if entry.lasti:
             self.push(ConstantVariable(offset))
@@ -141,9 +155,30 @@ class InstructionTranslatorBase:
         self.ip = k
         return True
 
+    def exception_entry_at(self, offset: int):
+        return next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
+
+    # [Note: exceptions leaving a with block]  An exception raised inside ``with torch.no_grad():`` (here, or in a
+    # function inlined here) and caught outside the block, maybe by a caller, must leave grad mode as it found it:
+    # CPython's handler calls ``__exit__`` before the exception goes on.  Skipping it left the graph -- and, through
+    # the grad mode the transformed code restores, the caller's process -- with grad disabled.  torch's managers
+    # never suppress; a user ``__exit__`` is inlined and must return a constant false (suppressing would resume
+    # after the block, which is not traced).
+    def exit_with_block(self, entry, e: ObservedException) -> None:
+        exit_fn = self.stack[entry.depth - 1]  # BEFORE_WITH pushed it below the block's stack
+        del self.stack[entry.depth - 1:]
+        if isinstance(exit_fn, WithExitFunctionVariable):
+            exit_fn.ctx.exit(self)
+        else:
+            exc = e.exc_vt
+            result = exit_fn.call_function(self, [wrap_constant_result(exc.exc_type), exc, ConstantVariable(None)], {})
+            if not result.is_python_constant() or result.as_python_constant():
+                unimplemented("a context manager's __exit__ may suppress an exception raised while tracing",
+                              "the frame runs eagerly; raise outside the `with` block to trace it")
+
     def PUSH_EXC_INFO(self, inst):
         exc = self.pop()
-        self.push(ConstantVariable(None))  # the exception being handled before this one (none while tracing)
+        self.push(PreviousExceptionVariable())
         self.push(exc)
 
     def POP_EXCEPT(self, inst):
@@ -153,9 +188,32 @@ class InstructionTranslatorBase:
         classes = self.pop().as_python_constant()
         self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), classes)))
 
+    # [Note: cleanup handlers]  Besides ``except`` clauses (PUSH_EXC_INFO) the compiler makes small handlers that
+    # tidy up and re-raise: ``COPY 3; POP_EXCEPT; RERAISE 1`` after an except clause, ``e = None; del e; RERAISE 1``
+    # for ``except ... as e``, and on 3.12 the restore of an inlined comprehension's variable (``SWAP 2; POP_TOP;
+    # SWAP 2; STORE_FAST i; RERAISE 0``).  They are traced like any code, and ``RERAISE`` raises the traced
+    # exception again, so it reaches the next handler out: an unmatched ``except``, a ``finally`` or a failing
+    # comprehension inside ``try`` work as in CPython.  Other handlers (a 3.12 generator's StopIteration wrapper)
+    # are not traced.
+    CLEANUP_OPS = frozenset({"SWAP", "POP_TOP", "COPY", "POP_EXCEPT", "STORE_FAST", "LOAD_CONST", "DELETE_FAST",
+                             "STORE_DEREF", "DELETE_DEREF", "RERAISE", "NOP"})
+
+    def is_cleanup_handler(self, k: int) -> bool:
+        """Is the handler at instruction ``k`` a straight run of moves and stores ending in ``RERAISE``?"""
+        for inst in self.instructions[k:]:
+            if inst.opname == "RERAISE":
+                return True
+            if inst.opname not in self.CLEANUP_OPS:
+                return False
+        return False
+
     def RERAISE(self, inst):
-        unimplemented("an exception propagates out of an except/finally block while tracing",
-                      "the frame runs eagerly so Python raises it")
+        exc = self.pop()
+        if inst.arg:
+            self.pop()  # the lasti CPython restores; nothing while tracing
+        if not isinstance(exc, ExceptionVariable):
+            unimplemented(f"re-raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
+        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -248,13 +306,25 @@ class InstructionTranslatorBase:
     LOAD_FAST_CHECK = LOAD_FAST
 
     def LOAD_FAST_AND_CLEAR(self, inst):  # 3.12 inlined comprehensions save the outer binding
-        value = self.symbolic_locals.pop(inst.argval, None)
+        name = inst.argval
+        if name in self.f_code.co_cellvars and name in self.cells:
+            # [Note: a comprehension variable that is a cell]  When the outer variable is a cell, its slot holds
+            # the cell object itself: this saves the cell and empties the slot, the comprehension makes its own
+            # cell (MAKE_CELL) or uses the slot as a plain local, and STORE_FAST puts the outer cell back.  So
+            # `[lambda: i for i in ...]` closes over a cell of its own, not the function's `i`.
+            self.push(self.cells.pop(name))
+            return
+        value = self.symbolic_locals.pop(name, None)
         if isinstance(value, LazyVariableTracker):
             value = value.realize(self)
         self.push(value if value is not None else NullVariable())
 
     def STORE_FAST(self, inst):
         value = self.pop()
+        if isinstance(value, CellVariable) and inst.argval in self.f_code.co_cellvars:
+            self.cells[inst.argval] = value  # the cell LOAD_FAST_AND_CLEAR saved goes back into its slot
+            self.symbolic_locals.pop(inst.argval, None)
+            return
         if isinstance(value, NullVariable):
             self.symbolic_locals.pop(inst.argval, None)
         else:
@@ -285,8 +355,10 @@ class InstructionTranslatorBase:
         cell.set(self.pop())  # a cell of the compiled frame: written for real by convert_frame.cell_stores
         if inst.argval in self.f_code.co_freevars:  # an enclosing function's variable (nonlocal)
             self.output.side_effects.writes += 1
+        self.output.side_effects.cell_writes += 1
 
     def DELETE_DEREF(self, inst):
+        self.output.side_effects.cell_writes += 1
         cell = self.cells[inst.argval]
         cell.value = None
         cell.mutated = True
@@ -905,8 +977,9 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
     the body's side effects would all happen, and happen first.  So a generator whose run writes anything outside
     itself (a list, an attribute, a global, an enclosing variable, a tensor in place, the global RNG by drawing
     from it: ``SideEffects.writes``) is refused: a graph break at the call, after which Python makes and drives
-    the real generator.  A pure body is run up front (its values do not depend on when it runs), at most
-    ``MAX_YIELDS`` items: an endless generator (``while True: yield``) is refused too.
+    the real generator.  A pure body is run up front, at most ``MAX_YIELDS`` items (an endless generator,
+    ``while True: yield``, is refused too); its items stay valid only while the code writes nothing the body could
+    read: [Note: stale generators] in variables/lists.py.
     """
 
     MAX_YIELDS = 1000
@@ -922,7 +995,8 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
         if self.output.side_effects.writes != writes:
             unimplemented(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
                           "build a list first, or move the side effects out of the generator")
-        return ListIteratorVariable(self.yielded)
+        made_at = self.root_tx().current_instruction.offset
+        return GeneratorResultVariable(self.yielded, self.f_code.co_name, self.output.side_effects.version(), made_at)
 
     def RETURN_GENERATOR(self, inst):
         self.push(ConstantVariable(None))

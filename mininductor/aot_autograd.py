@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -207,10 +208,25 @@ def _autograd_grad(outs: list, out_rg: list[bool], primals: list, tangents: list
     grads: list = [None] * len(primals)
     if diff_outs and wrt:
         with torch.enable_grad():
-            found = torch.autograd.grad(diff_outs, [primals[i] for i in wrt], tangents, allow_unused=True)
+            try:
+                found = torch.autograd.grad(diff_outs, [primals[i] for i in wrt], tangents, allow_unused=True)
+            except RuntimeError as e:
+                if "modified by an inplace operation" in str(e):
+                    raise BackwardFailsInEager(str(e)) from e
+                raise
         for i, g in zip(wrt, found):
             grads[i] = g
     return grads
+
+
+class BackwardFailsInEager(RuntimeError):
+    """The joint graph's ``autograd.grad`` hit autograd's own check that a tensor saved for backward was not
+    changed in place since: ``y[1:3] = y[1:3] * x[0]`` saves the slice for ``x``'s gradient, then overwrites it.
+
+    [Note: a backward that eager refuses]  Eager runs such a forward and raises only at ``.backward()`` -- and not
+    at all if the program never asks for that gradient.  Tracing the backward ahead of time would raise at compile
+    time instead (upstream's AOTAutograd does: BackendCompilerFailed).  So ``aot_module`` hands back ``gm`` itself
+    for this graph: eager autograd records its history and raises, or not, exactly where eager does."""
 
 
 # [Note: the joint graph]
@@ -524,8 +540,13 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
         with fake_mode:
             meta = collect_metadata(fn, fake_args)
         if any(meta.fw_output_requires_grad):  # grad mode on, or turned on inside gm ([Note: enable_grad inside])
-            compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
-                                             decompositions, partition_fn, compile_bw_now=dynamic)
+            try:
+                compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
+                                                 decompositions, partition_fn, compile_bw_now=dynamic)
+            except BackwardFailsInEager as e:  # [Note: a backward that eager refuses]
+                warnings.warn(f"aot_autograd: the graph's backward would fail ({e}); running the graph eagerly, "
+                              "so that .backward() raises where eager raises")
+                return gm
         else:
             compiled, graphs = _aot_inference(fn, meta, fake_mode, fake_args, fw_compiler, decompositions)
     if (directory := _debug_dir()) is not None:

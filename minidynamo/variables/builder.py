@@ -154,9 +154,10 @@ class VariableBuilder:
             from .functions import PartialVariable
             self.guard("TYPE_MATCH", functools.partial)
             fn = VariableBuilder(self.tx, AttrSource(src, "func"))(value.func)
-            args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).items
+            # a tuple of constants (``()`` when the partial binds keywords only) is one ConstantVariable
+            args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).unpack_var_sequence(self.tx)
             kwargs = VariableBuilder(self.tx, AttrSource(src, "keywords"))(value.keywords).items
-            return PartialVariable(fn, args, kwargs, source=src)
+            return PartialVariable(fn, args, kwargs, value=value, source=src)
         if isinstance(value, type):
             self.guard("ID_MATCH", value)
             ctx = wrap_context_manager_class(value, src)
@@ -170,9 +171,12 @@ class VariableBuilder:
 
 
 def is_aliasable(vt: VariableTracker) -> bool:
-    """A list, dict or user object read from the frame: mutable, so which names share it matters."""
+    """A list, dict, user object or partial read from the frame: mutable (or compared with ``is``), so which names
+    share it matters."""
+    from .functions import PartialVariable
     from .user_defined import UserDefinedObjectVariable
-    return type(vt) in (ListVariable, DictVariable, UserDefinedObjectVariable) and vt.source is not None
+    return type(vt) in (ListVariable, DictVariable, UserDefinedObjectVariable, PartialVariable) and \
+        vt.source is not None
 
 
 def unwrap_compiled(fn):

@@ -658,6 +658,10 @@ def getattr_or_attribute_error(tx, obj: VariableTracker, name: str, default):
 
 
 def obj_hasattr(tx, obj, name: str) -> VariableTracker:
+    from .nn_module import NNModuleVariable
+    from .user_defined import UserDefinedObjectVariable
+    if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) and not getattr(obj, "is_constant", False):
+        return ConstantVariable(object_hasattr(tx, obj, name))
     value = getattr(obj, "value", getattr(obj, "module", None))
     if value is not None and not isinstance(obj, ConstantVariable):
         return ConstantVariable(hasattr(value, name))
@@ -666,6 +670,37 @@ def obj_hasattr(tx, obj, name: str) -> VariableTracker:
     if isinstance(obj, TensorVariable):
         return ConstantVariable(obj.has_attribute(tx, name))
     unimplemented(f"hasattr on {obj.describe()}")
+
+
+def object_hasattr(tx, obj, name: str) -> bool:
+    """``hasattr(obj, name)`` on a user object or module, as the traced code has changed it so far.
+
+    Asking the real object instead missed ``obj.name = v`` and ``del obj.name`` traced earlier in the frame (their
+    stores are replayed after the graph), and its answer for an input was not guarded: another object of the same
+    class, with or without the attribute, reused it.  Instance stores and deletions answer first, then the class
+    (with its traced stores), then the real object's own attributes, whose presence or absence is guarded."""
+    from ..side_effects import DeletedAttribute
+    from ..source import AttrSource
+    pending = tx.output.side_effects.pending_attr(obj, name)
+    if pending is not None and not isinstance(pending, DeletedAttribute):
+        return True
+    cls = obj.python_type()
+    in_class = tx.output.side_effects.pending_class_attr(cls, name)
+    if in_class is not None:
+        return not isinstance(in_class, DeletedAttribute)
+    static = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+    slot = type(static).__name__ in ("member_descriptor", "getset_descriptor")  # may be unset: ask the object
+    if static is not None and not slot:
+        return True
+    if pending is not None or getattr(obj, "built_here", False):  # deleted here, or no real object to ask
+        if slot:
+            unimplemented(f"hasattr({obj.describe()}, {name!r}) on a slot of an object changed while tracing")
+        return False
+    if obj.source is None:
+        unimplemented(f"hasattr on {obj.describe()}")
+    present = hasattr(tx.eval_source(obj.source), name)
+    tx.output.add_guard("HASATTR", AttrSource(obj.source, name), present)
+    return present
 
 
 def _getitem(tx, obj, index):

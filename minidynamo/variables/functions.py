@@ -264,11 +264,14 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 class PartialVariable(VariableTracker):
     """``functools.partial(fn, *args, **kwargs)``: calling it prepends the stored arguments."""
 
-    def __init__(self, fn: VariableTracker, args: list, kwargs: dict, **kw):
+    def __init__(self, fn: VariableTracker, args: list, kwargs: dict, value=None, **kw):
         super().__init__(**kw)
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+        # the real partial read from the frame, None for one made while tracing: what ``is`` compares
+        # (builtin.identity_value), not ``fn``, which two different partials may share
+        self.value = value
 
     def python_type(self):
         import functools
@@ -285,3 +288,18 @@ class PartialVariable(VariableTracker):
         if name == "keywords":
             return DictVariable(self.kwargs)
         return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen):
+        """``functools.partial(fn, *args, **kwargs)`` again (a partial made in the frame, live at a graph break)."""
+        if self.source is not None:
+            return super().reconstruct(codegen)
+        codegen.load_const_object(make_partial, push_null=True)
+        codegen(self.fn)
+        codegen(TupleVariable(self.args))
+        codegen(DictVariable(self.kwargs))
+        codegen.call(3)
+
+
+def make_partial(fn, args: tuple, kwargs: dict):
+    import functools
+    return functools.partial(fn, *args, **kwargs)

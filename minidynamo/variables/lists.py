@@ -8,6 +8,7 @@ Mirrors ``torch/_dynamo/variables/lists.py``.
 from __future__ import annotations
 
 import operator
+import types
 from typing import NoReturn
 
 import torch
@@ -390,6 +391,73 @@ class ListIteratorVariable(VariableTracker):
 
     def _repr_body(self):
         return f"{self.index}/{len(self.items)}"
+
+
+class GeneratorResultVariable(ListIteratorVariable):
+    """What a traced generator returns: the items its body yielded when it was called ([Note: eager generators]).
+
+    [Note: stale generators]  Those items are what the body computes *at the call*.  Python computes each when
+    it is asked for, reading the variables, lists and tensors it uses then: ``g = (x * k for _ in xs); k = 10;
+    list(g)`` multiplies by 10, and ``xs.append(3)`` before the loop adds an item.  So taking an item checks
+    that the traced code wrote nothing since the call (``SideEffects.version``); if it did, the translation
+    starts again and breaks the graph at the call itself (``root_offset``), where Python makes the real,
+    lazy generator.  A generator's own methods (``send``, ``throw``, ``close``) are refused the same way, and so
+    is handing an unfinished one to Python (``reconstruct``): what runs next may change what its body reads.
+    """
+
+    def __init__(self, items: list[VariableTracker], name: str, version: tuple, made_at: int, **kw):
+        super().__init__(items, **kw)
+        self.name = name
+        self.version = version
+        self.made_at = made_at  # offset of the root frame's instruction that made it
+        # the body runs on to its end (or its error) at the ``next`` after the last item, not at the last item
+        self.finished = False
+
+    def python_type(self):
+        return types.GeneratorType
+
+    def refuse(self, reason: str) -> NoReturn:
+        from ..exc import Unsupported
+        e = Unsupported(f"generator {self.name} {reason}", "Python makes the generator and runs it lazily")
+        e.root_offset = self.made_at
+        e.break_earlier = True  # [Note: a break moved earlier] in convert_frame.py
+        raise e
+
+    def check_fresh(self, tx) -> None:
+        if not self.finished and tx.output.side_effects.version() != self.version:
+            self.refuse("is run after the code changed state its body may read (Python runs it lazily)")
+
+    def next_variable(self, tx):
+        self.check_fresh(tx)
+        item = super().next_variable(tx)
+        self.finished = item is None
+        return item
+
+    def unpack_var_sequence(self, tx):
+        self.check_fresh(tx)
+        self.finished = True
+        return super().unpack_var_sequence(tx)
+
+    def reconstruct(self, codegen):
+        """Handed to Python (at a graph break, or returned) a generator must be the real one: whatever runs next
+        may change what its body reads, or call its own methods.  Only a finished one is a plain iterator."""
+        if not self.finished:
+            self.refuse("is handed to Python unfinished (a graph break or the frame's return)")
+        super().reconstruct(codegen)
+
+    def var_getattr(self, tx, name):
+        if name in GENERATOR_ONLY:
+            self.refuse(f"attribute {name!r} (a traced generator is a list of its items)")
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in GENERATOR_ONLY:
+            self.refuse(f"method {name!r} (a traced generator is a list of its items)")
+        return super().call_method(tx, name, args, kwargs)
+
+
+# what a generator has and the list iterator a traced one is rebuilt as has not
+GENERATOR_ONLY = frozenset(n for n in dir(types.GeneratorType) if n not in dir(iter([])))
 
 
 class ListElementIteratorVariable(ListIteratorVariable):

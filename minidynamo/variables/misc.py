@@ -9,6 +9,7 @@ import types
 from ..exc import unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
+from .constant import ConstantVariable
 
 
 class PythonModuleVariable(VariableTracker):
@@ -38,6 +39,15 @@ class PythonModuleVariable(VariableTracker):
         return wrap_constant_result(value)
 
 
+class PreviousExceptionVariable(ConstantVariable):
+    """What ``PUSH_EXC_INFO`` saves below the exception an ``except`` block handles: the exception handled before
+    it (none while tracing).  On the stack it also marks the code in between, up to ``POP_EXCEPT``, as running
+    inside an ``except`` block: see [Note: no graph break in an except block] in convert_frame.py."""
+
+    def __init__(self):
+        super().__init__(None)
+
+
 class ExceptionVariable(VariableTracker):
     """An exception object built while tracing (``ValueError("negative")``): raised and caught symbolically."""
 
@@ -54,6 +64,12 @@ class ExceptionVariable(VariableTracker):
 
     def _repr_body(self):
         return self.exc_type.__name__
+
+    def truth(self, tx) -> bool:
+        """An exception object is true unless its class defines ``__bool__``/``__len__``."""
+        if any(hasattr(self.exc_type, m) for m in ("__bool__", "__len__")):
+            return super().truth(tx)
+        return True
 
     def var_getattr(self, tx, name):
         from .lists import TupleVariable

@@ -25,6 +25,13 @@ def is_data_descriptor(static) -> bool:
     return hasattr(type(static), "__set__") or hasattr(type(static), "__delete__")
 
 
+def is_library_class(cls: type) -> bool:
+    """A builtin or torch class, whose constructor is folded over constants.  A class written in Python by exec()
+    without ``__name__`` in its globals also says ``__module__ == "builtins"``: only a C (non-heap) type counts."""
+    heap_type = bool(cls.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE: made by a class statement or type()
+    return cls.__module__ == "torch" or cls.__module__ == "builtins" and not heap_type
+
+
 def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, static) -> VariableTracker:
     """``obj.name`` where ``name`` is found on the class (``static`` = ``inspect.getattr_static`` result)."""
     from .builder import VariableBuilder, wrap_constant_result
@@ -105,6 +112,13 @@ class UserDefinedClassVariable(VariableTracker):
 
     def describe(self):
         return f"class {self.value.__qualname__}"
+
+    def truth(self, tx) -> bool:
+        """A class is true unless its metaclass says otherwise (``if exc_type:`` in an ``__exit__``)."""
+        meta = type(self.value)
+        if any(hasattr(meta, m) for m in ("__bool__", "__len__")):
+            return super().truth(tx)
+        return True
 
     def _repr_body(self):
         return self.value.__qualname__
@@ -193,7 +207,7 @@ class UserDefinedClassVariable(VariableTracker):
         if plain_exception_class(cls) and not kwargs:
             return ExceptionVariable(cls, list(args))
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
-                cls.__module__ in ("builtins", "torch") and not issubclass(cls, BaseException):
+                is_library_class(cls) and not issubclass(cls, BaseException):
             from .constant import fold
             return fold(tx, cls, [a.as_python_constant() for a in args],
                         {k: v.as_python_constant() for k, v in kwargs.items()})
