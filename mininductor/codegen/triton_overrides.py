@@ -174,10 +174,15 @@ class TritonOverrides:
     # an ulp or two, and cheap (one call, where the portable formulas below take a series and a branch; they cost
     # the bf16 GELU-tanh a third of its speed).  The interpreter has no libdevice, so there the portable formulas
     # run: the same answers to a few ulp, tested on the CPU.
+    #   Triton compiles fp32 libdevice calls flushing denormals to zero (atan(1e-40) gave 0), where eager keeps
+    # them; the functions that are x itself near 0 return a denormal x unchanged.
     def _libdevice(self, name: str, *args: str) -> str:
         dtype = self._result("float", *args)
         args = tuple(a if self._dtype(a) == dtype else self._emit(f"{a}.to({TL_DTYPE[dtype]})", dtype) for a in args)
-        return self._emit(f"libdevice.{name}({', '.join(args)})", dtype)
+        value = self._emit(f"libdevice.{name}({', '.join(args)})", dtype)
+        if dtype != torch.float32 or name not in _IDENTITY_NEAR_ZERO:
+            return value
+        return self._emit(f"tl.where(tl.abs({args[0]}) < 1.1754943508222875e-38, {args[0]}, {value})", dtype)
 
     # [Note: small-argument math without libdevice]  ``exp(x) - 1`` is 0 for |x| < 6e-8 where eager's expm1 is
     # x, and ``log(1 + x)``, ``2 / (1 + exp(-2x)) - 1`` (tanh), ``exp(x) - exp(-x)`` and their inverses lose
@@ -352,6 +357,10 @@ class TritonOverrides:
         if kind == "float" and not dtype.is_floating_point:
             return torch.float32
         return dtype
+
+
+# f(x) rounds to x for every fp32 denormal x (so a flushed libdevice result is replaced by x itself)
+_IDENTITY_NEAR_ZERO = frozenset({"expm1", "log1p", "tanh", "sinh", "asinh", "atanh", "atan", "asin"})
 
 
 def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
