@@ -5,13 +5,14 @@ values, dtypes, exceptions' types and args -- and the inputs afterwards (a mutat
 dict or set), then counts graphs, graph breaks and eager fallbacks.  Budget: ~3 s.
 """
 import collections
-import copy
 
 import pytest
 import torch
 
 import minidynamo
 from minidynamo.testing import CompileCounter
+from minidynamo.testing import check_against_eager as _check
+from minidynamo.testing import same as _same
 
 
 @pytest.fixture(autouse=True)
@@ -19,40 +20,6 @@ def _fresh():
     minidynamo.reset()
     yield
     minidynamo.reset()
-
-
-def _outcome(fn, args):
-    try:
-        return fn(*args)
-    except Exception as e:  # noqa: BLE001 - the exception is the result being compared
-        return type(e), e.args
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
-    if isinstance(a, dict):
-        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def _check(fn, *args, graphs=1, breaks=0, calls=1):
-    """``fn(*args)`` compiled gives what it gives eagerly and leaves its arguments as eager does, in ``graphs``
-    graphs with ``breaks`` graph breaks and no eager fallback."""
-    cnt = CompileCounter()
-    compiled = minidynamo.minicompile(fn, backend=cnt)
-    for _ in range(calls):
-        eager_args, compiled_args = copy.deepcopy(args), copy.deepcopy(args)
-        expected = _outcome(fn, eager_args)
-        got = _outcome(compiled, compiled_args)
-        assert _same(got, expected), (got, expected)
-        assert _same(compiled_args, eager_args), (compiled_args, eager_args)
-    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
-    assert sum(minidynamo.counters["graph_break"].values()) == breaks, minidynamo.counters["graph_break"]
-    assert cnt.frame_count == graphs
-    return expected
 
 
 X = torch.arange(3.0)

@@ -5,7 +5,6 @@ Every test runs a small program eagerly and compiled (on deep copies of the same
 values, dtypes, exceptions' types and args -- and the inputs afterwards, then counts graphs, graph breaks and eager
 fallbacks.  Budget: a few seconds.
 """
-import copy
 import functools
 import types
 import warnings
@@ -15,6 +14,8 @@ import torch
 
 import minidynamo
 from minidynamo.testing import CompileCounter
+from minidynamo.testing import check_against_eager as _check
+from minidynamo.testing import same as _same
 
 
 @pytest.fixture(autouse=True)
@@ -22,44 +23,6 @@ def _fresh():
     minidynamo.reset()
     yield
     minidynamo.reset()
-
-
-def _outcome(fn, args):
-    try:
-        return fn(*args)
-    except Exception as e:  # noqa: BLE001 - the exception is the result being compared
-        return type(e), e.args
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.requires_grad == b.requires_grad \
-            and torch.equal(a, b)
-    if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(p, q) for p, q in zip(a, b))
-    if isinstance(a, dict):
-        return type(a) is type(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if hasattr(a, "__dict__") and not callable(a):
-        return type(a) is type(b) and _same(vars(a), vars(b))
-    return type(a) is type(b) and a == b
-
-
-def _check(fn, *args, graphs=1, breaks=0, calls=1, backend=None):
-    """``fn(*args)`` compiled gives what it gives eagerly and leaves its arguments as eager does, in ``graphs``
-    graphs with ``breaks`` graph breaks and no eager fallback."""
-    cnt = CompileCounter()
-    compiled = minidynamo.minicompile(fn, backend=backend or cnt)
-    for _ in range(calls):
-        eager_args, compiled_args = copy.deepcopy(args), copy.deepcopy(args)
-        expected = _outcome(fn, eager_args)
-        got = _outcome(compiled, compiled_args)
-        assert _same(got, expected), (got, expected)
-        assert _same(compiled_args, eager_args), (compiled_args, eager_args)
-    assert not minidynamo.counters["eager_fallback"], minidynamo.counters["eager_fallback"]
-    assert sum(minidynamo.counters["graph_break"].values()) == breaks, minidynamo.counters["graph_break"]
-    if backend is None:
-        assert cnt.frame_count == graphs
-    return expected
 
 
 X = torch.arange(3.0)
