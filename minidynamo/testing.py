@@ -8,6 +8,8 @@ import copy
 
 import torch
 
+import minidynamo
+
 
 class CompileCounter:
     """A backend that counts graphs (``frame_count``) and their operations (``op_count``), then runs them eagerly."""
@@ -55,7 +57,6 @@ def same(a, b) -> bool:
 def check_against_eager(fn, *args, graphs=1, breaks=0, calls=1, backend=None):
     """``fn(*args)`` compiled gives what it gives eagerly and leaves its arguments as eager does, in ``graphs``
     graphs (counted when no ``backend`` is given) with ``breaks`` graph breaks and no eager fallback."""
-    import minidynamo  # at call time: this module must not import the package while it is being imported
     cnt = CompileCounter()
     compiled = minidynamo.minicompile(fn, backend=backend or cnt)
     for _ in range(calls):
