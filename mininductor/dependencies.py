@@ -55,7 +55,7 @@ class RecordLoadsHandler:
     def index_expr(self, expr, dtype):
         self.index_exprs.append(expr)
 
-    def indirect_indexing(self, value, size, check=True):
+    def indirect_indexing(self, value, size, check=True, wrap_neg=True):
         return sym(f"indirect{next(self._indirect)}")
 
     def masked(self, mask, body, other):
@@ -116,7 +116,7 @@ class _FormatHandler:
     def load(self, name, index):
         return self._emit(f"ops.load('{name}', {texpr(index)})")
 
-    def indirect_indexing(self, value, size, check=True):
+    def indirect_indexing(self, value, size, check=True, wrap_neg=True):
         return sym(f"({value})")
 
     def masked(self, mask, body, other):

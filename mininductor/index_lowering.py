@@ -19,8 +19,11 @@ from .virtualized import V, ops
 aten = torch.ops.aten
 
 
-def _indirect(loader, index, size):
-    return ops.indirect_indexing(loader(index), size)
+def _indirect(loader, index, size, wrap_neg: bool = False):
+    """An index read from a tensor.  ``wrap_neg``: a negative one counts from the end, as ``x[i]`` and
+    ``x[i] = v`` allow; gather, scatter, ``index_select`` and ``embedding`` raise on it in eager, and so do we
+    (interpreted: [Note: out-of-range indices] in codegen/triton.py)."""
+    return ops.indirect_indexing(loader(index), size, True, wrap_neg)
 
 
 @register_lowering(aten.gather)
@@ -36,7 +39,7 @@ def gather(x, dim, index, sparse_grad=False):
                                       origins=origins_of([x, index])))
 
 
-def advanced_index(x, indices):
+def advanced_index(x, indices, wrap_neg: bool = True):
     """Eager's advanced-indexing shape rule: ``(output size, source_index(out_index))``. Index tensors broadcast
     together; their dims go where the indexed dims were when those are adjacent, else first."""
     if any(t is not None and t.get_dtype() in (torch.bool, torch.uint8) for t in indices):
@@ -59,7 +62,7 @@ def advanced_index(x, indices):
         for d, v in zip(range(len(before)), pre):
             src[d] = v
         for d, ld in zip(dims, loaders):
-            src[d] = _indirect(ld, bidx, size[d])
+            src[d] = _indirect(ld, bidx, size[d], wrap_neg)
         for d, v in zip(rest, post):
             src[d] = v
         return src
@@ -67,9 +70,9 @@ def advanced_index(x, indices):
 
 
 @register_lowering(aten.index)
-def index(x, indices):
+def index(x, indices, wrap_neg: bool = True):
     """Advanced indexing with integer tensors (``x[idx]``, ``x[:, idx]``, ``x[i, j]``); bool masks fall back."""
-    out_size, source_index, index_tensors = advanced_index(x, indices)
+    out_size, source_index, index_tensors = advanced_index(x, indices, wrap_neg)
     xl = x.make_loader()
     return TensorBox.create(Pointwise(x.get_device(), x.get_dtype(), lambda idx: xl(source_index(idx)), out_size,
                                       origins=origins_of([x, *index_tensors])))
@@ -144,10 +147,10 @@ def _scatter_buffer(scatter: ir.Scatter, target_buf: ir.Buffer) -> TensorBox:
 
 @register_lowering(aten.embedding)
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return index(weight, [indices])
+    return index(weight, [indices], wrap_neg=False)
 
 
 @register_lowering(aten.index_select)
 def index_select(x, dim, idx):
-    return index(x, [None] * dim + [idx])
+    return index(x, [None] * dim + [idx], wrap_neg=False)
 

@@ -222,6 +222,12 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
             {"XBLOCK": 2, "RBLOCK": 4096, "num_warps": 16}]  # the best RMSNorm (a sum of squares, then the output)
 
 
+class IndexOutOfRange(IndexError, RuntimeError):
+    """An index outside its dimension, found by an interpreted kernel ([Note: out-of-range indices] in
+    codegen/triton.py).  Eager raises ``IndexError`` for ``x[i]``, ``index_select`` or ``embedding`` and
+    ``RuntimeError`` for ``gather``, ``scatter`` or ``index_add``: this is both, so either ``except`` catches it."""
+
+
 class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
@@ -271,7 +277,12 @@ class KernelLauncher:
         if self.interpret:
             meta.pop("num_warps", None)
             with interpreted_stdlib():
-                self.fn[grid](*args, **meta)
+                try:
+                    self.fn[grid](*args, **meta)
+                except Exception as e:
+                    if isinstance(e.__cause__, IndexOutOfRange):  # from _check_index: raise what eager raises
+                        raise e.__cause__ from None
+                    raise
         else:
             return self.fn[grid](*args, **meta)  # the compiled kernel (Triton 3.x returns it)
         return None

@@ -395,9 +395,21 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             return self.constant(int(expr), dtype)
         return self._emit(f"({idx}).to({TL_DTYPE[compute_dtype(dtype)]})", compute_dtype(dtype))
 
-    def indirect_indexing(self, value: str, size: int, check: bool = True):
-        var = self._emit(f"tl.where({value} < 0, {value} + {self._size_text(size)}, {value})", self._dtype(value))
-        return sym(var)
+    def indirect_indexing(self, value: str, size: int, check: bool = True, wrap_neg: bool = True):
+        """``value`` as an index into a dimension of ``size``; with ``wrap_neg``, negative values count from the end.
+
+        [Note: out-of-range indices]  Eager raises ``IndexError`` for ``x[i]`` with ``i`` out of range; a kernel
+        would read (or, scattering, write) outside the tensor instead.  Under the interpreter that is host
+        memory: garbage, or a segfault.  So interpreted kernels check their indices before using them
+        (``_check_index``, plain Python over the interpreter's NumPy arrays, raises ``IndexError``).  Compiled
+        for the GPU there is no such check: an out-of-range index is an illegal memory access, or garbage
+        (Inductor emits a ``tl.device_assert``, active only in debug builds of a kernel)."""
+        size_text = self._size_text(size)
+        if check and self.interpret:
+            self.lines.append(f"_check_index({value}, {size_text}, {self._mask(value, self.r_node)}, {wrap_neg})")
+        if not wrap_neg:
+            return sym(value)
+        return sym(self._emit(f"tl.where({value} < 0, {value} + {size_text}, {value})", self._dtype(value)))
 
     def masked(self, mask: str, body, other) -> str:
         self.mask_stack.append(mask)

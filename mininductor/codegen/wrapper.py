@@ -66,6 +66,19 @@ def _welford(mean, m2, weight):  # a row's lanes -> its (mean, m2, weight), with
     new_m2 = tl.sum(m2 + tl.where(weight == 0, 0.0, weight * delta * delta), 1)[:, None]
     return new_mean, new_m2, total
 ''',
+    "_check_index": '''
+def _check_index(index, size, mask, wrap_neg):  # interpreted only: [Note: out-of-range indices] in codegen/triton.py
+    import numpy as np
+
+    from mininductor.runtime import IndexOutOfRange
+    value = lambda t: np.asarray(getattr(getattr(t, "handle", None), "data", t))
+    index, mask, size = value(index), value(mask), int(value(size).reshape(-1)[0])
+    shape = np.broadcast_shapes(index.shape, mask.shape)
+    index, mask = np.broadcast_to(index, shape), np.broadcast_to(mask, shape)
+    bad = index[mask & ((index < (-size if wrap_neg else 0)) | (index >= size))]
+    if bad.size:
+        raise IndexOutOfRange(f"index {int(bad.flat[0])} is out of bounds for dimension with size {size}")
+''',
 }
 
 HEADER = IMPORTS + "".join(f"\n{h}\n" for h in HELPERS.values())  # every helper: for kernels written by hand

@@ -78,3 +78,38 @@ def test_zero_dim_cpu_tensors_meet_device_tensors():
         assert_same(compiled(x, ours), mutated(x, theirs), 1e-5, 1e-5)
         assert ours.item() == theirs.item() == 6 and ours.device.type == "cpu"
         assert metrics.fallback_count == 0
+
+
+@pytest.mark.skipif(__import__("os").environ.get("MININDUCTOR_TEST_DEVICE", "cpu") != "cpu",
+                    reason="compiled GPU kernels do not check indices (an illegal memory access, as in Inductor)")
+def test_out_of_range_indices_raise_like_eager_instead_of_crashing():
+    """[Note: out-of-range indices]  ``x[i]`` with ``i`` out of range raises in eager; interpreted, our kernel read
+    host memory past the tensor: garbage for an index of 20, a segfault for 10**7 (op corpus round 8 and the lead).
+    Interpreted kernels now check their indices and raise an error that is both ``IndexError`` and
+    ``RuntimeError``, whichever eager raises; in-range and negative indices still work."""
+    import torch.nn.functional as F
+
+    from .utils import compile_fn
+    x, w = torch.randn(16, 8), torch.randn(16, 4)
+    programs = {
+        "subscript": lambda x, i: x[i] * 2,
+        "gather": lambda x, i: torch.gather(x, 0, i.view(-1, 1).expand(-1, 8)),
+        "embedding": lambda x, i: F.embedding(i, w),
+        "index_select": lambda x, i: x.index_select(0, i),
+        "index_put": lambda x, i: x.clone().index_put_((i,), torch.ones(8)),
+        "index_add": lambda x, i: x.clone().index_add_(0, i, torch.ones(2, 8)),
+        "scatter": lambda x, i: x.clone().scatter_(0, i.view(-1, 1).expand(-1, 8), 1.0),
+    }
+    for name, fn in programs.items():
+        compiled = compile_fn(fn, x, torch.tensor([1, 2]))
+        for values in ([3, 5], [3, -1], [0, 20], [0, -17], [0, 10**7]):  # -1: x[i] allows it, gather does not
+            if values == [3, -1] and name in ("embedding", "index_select", "index_add"):
+                continue  # decomposed to x[i] / x[i] += v, which allow -1: we wrap it where eager raises
+            i = torch.tensor(values)
+            try:
+                expected = fn(x, i)
+            except (IndexError, RuntimeError) as e:
+                with pytest.raises(type(e)):
+                    compiled(x, i)
+            else:
+                torch.testing.assert_close(compiled(x, i), expected, msg=lambda m, name=name: f"{name}: {m}")
