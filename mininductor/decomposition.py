@@ -3,7 +3,7 @@
 
 PyTorch's core-ATen decompositions plus the composite ops we would rather fuse than call: softmax and
 log_softmax (amax, sub, exp, sum, div), layer_norm (var_mean, sub, rsqrt...), gelu (exact with erf, tanh
-approximation), var/std, embedding/index_select (``index``), and the common activation and loss functions.
+approximation), var/std, and the common activation and loss functions.
 What stays as one op -- mm/addmm/bmm (extern library calls), amax/sum and var_mean (our reductions; var_mean is one
 Welford reduction for both outputs) -- is not listed.
 
@@ -24,7 +24,7 @@ _EXTRA = [
     aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.native_group_norm,
     aten._native_batch_norm_legit_no_training, aten.native_batch_norm, aten._native_batch_norm_legit,
     aten.gelu, aten.var, aten.std, aten.std_mean,
-    aten.embedding, aten.index_select, aten.silu, aten.hardtanh, aten.hardsigmoid, aten.hardswish, aten.mish,
+    aten.silu, aten.hardtanh, aten.hardsigmoid, aten.hardswish, aten.mish,
     aten.elu, aten.leaky_relu, aten.softplus, aten.glu, aten.logsumexp, aten.linalg_vector_norm, aten.norm,
     aten.masked_fill, aten.clamp_min, aten.clamp_max, aten.sigmoid_backward, aten.tanh_backward,
     aten.gelu_backward, aten._softmax_backward_data, aten._log_softmax_backward_data,
@@ -37,7 +37,8 @@ _EXTRA = [
 # Ops the core table decomposes that we lower better as they are.
 _KEEP = [aten.addmm, aten.baddbmm, aten.bmm, aten.mm, aten.amax, aten.amin, aten.sum, aten.mean, aten.argmax,
          aten.argmin, aten.prod, aten.any, aten.all, aten.max, aten.min, aten.where, aten.clamp, aten.pow,
-         aten.var_mean]  # var_mean: one Welford reduction gives both outputs (reduction_lowering.var_mean)
+         aten.var_mean,  # var_mean: one Welford reduction gives both outputs (reduction_lowering.var_mean)
+         aten.embedding, aten.index_select]  # as x[i] they would accept a negative index, which eager refuses
 
 
 @functools.lru_cache(None)

@@ -152,5 +152,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 @register_lowering(aten.index_select)
 def index_select(x, dim, idx):
-    return index(x, [None] * dim + [idx], wrap_neg=False)
+    if not idx.get_size():  # a 0-d index selects one element and keeps the dim (size 1), unlike x[i]
+        from .view_lowering import view
+        idx = view(idx, [1])
+    return index(x, [None] * (dim % max(len(x.get_size()), 1)) + [idx], wrap_neg=False)
 
