@@ -33,11 +33,14 @@ def md() -> Api:
 
 @pytest.fixture(autouse=True)
 def _reset_compilers(request):
-    """Every test starts with empty caches and counters in both compilers."""
+    """Every test starts, and leaves, with empty caches and counters in both compilers."""
+    import minidynamo
     reset_real_dynamo()
+    minidynamo.reset()
     if "md" in request.fixturenames:
         load_api().reset()
     yield
     torch._dynamo.reset()
+    minidynamo.reset()
 
 

@@ -14,14 +14,6 @@ from minidynamo.testing import CompileCounter
 from minidynamo.testing import check_against_eager as _check
 from minidynamo.testing import same as _same
 
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 X = torch.arange(3.0)
 
 

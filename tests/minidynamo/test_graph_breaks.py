@@ -19,13 +19,6 @@ from minidynamo.bytecode_transformation import PY311
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 # --------------------------------------------------------------------------------------------------------------
 # The sweep corpus: plain functions taking (x, log); `log` records side effects in order.
 # --------------------------------------------------------------------------------------------------------------

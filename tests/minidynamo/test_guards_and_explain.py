@@ -6,13 +6,6 @@ import minidynamo
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 def scaled(x, n):
     return torch.sin(x) * n
 

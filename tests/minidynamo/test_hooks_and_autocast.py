@@ -13,13 +13,6 @@ import minidynamo
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 def _breaks() -> dict:
     return dict(minidynamo.counters["graph_break"])
 

@@ -10,13 +10,6 @@ import minidynamo
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 def test_back_to_back_boolean_mask_subscripts_share_one_frame():
     # [Note: native stretch] in native_stretch.py: after the break at x[m], the next statement w[m] would break again
     # with an empty graph in between; it runs natively in the same frame, and one resume function continues after

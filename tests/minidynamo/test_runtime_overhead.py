@@ -16,13 +16,6 @@ from minidynamo.testing import CompileCounter
 from minidynamo.utils import tuple_iterator_state
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 class Experts(nn.Module):
     """A loop over experts with a graph break in the body: its resume function is entered once per index."""
 

@@ -11,13 +11,6 @@ import minidynamo
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 def _entries(compiled) -> list:
     return [e for es in compiled._minidynamo_ctx.cache.values() for e in es]
 

@@ -17,13 +17,6 @@ import minidynamo
 from minidynamo.testing import CompileCounter
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    minidynamo.reset()
-    yield
-    minidynamo.reset()
-
-
 def _outcome(fn, x):
     try:
         return fn(x)
