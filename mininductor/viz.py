@@ -14,6 +14,8 @@ What comes out: ``graphviz.Digraph`` objects built from those real objects (they
                           the scheduler considered and did not fuse
     draw_kernel_map(a)    the user's source lines on the left, kernels on the right, an edge per line whose ops
                           a kernel computes (from each ATen node's ``stack_trace``, kept by ``preserve_node_meta``)
+    draw_partition(g)     training: the joint graph coloured by where each node runs -- forward, backward, or both
+                          (recomputed) -- with the tensors saved for backward outlined (``g = training_artifacts(...)``)
 
     >>> a = compile_artifacts(lambda x: torch.softmax(x, -1), torch.randn(4, 8))   # doctest: +SKIP
     >>> draw_fusion(a)                                                               # doctest: +SKIP
@@ -33,9 +35,10 @@ import graphviz
 import torch
 import torch.fx
 
-from minidynamo.viz import describe_value, draw_graph
+from minidynamo.viz import describe_value, draw_graph, node_label
 
 from . import ir
+from .aot_autograd import AOTGraphs, aot_module, nop
 from .codegen.wrapper import WrapperCodeGen
 from .compile_fx import trace_inference
 from .graph import GraphLowering
@@ -263,6 +266,57 @@ def draw_kernel_map(a: CompileArtifacts, name: str = "kernels <-> source lines")
             dot.node(line_id, graphviz.nohtml(f"{f.rsplit('/', 1)[-1]}:{n}  {_clip(text, 50)}"),
                      fillcolor="white", fontname="Courier")
             dot.edge(line_id, kernel)
+    return dot
+
+
+# ------------------------------------------------------------------------------------------ training partition
+def training_artifacts(fn: Callable, *example_inputs) -> AOTGraphs:
+    """AOTAutograd's graphs for the first graph minidynamo captures from ``fn(*example_inputs)``: the joint graph, the
+    forward and backward it was cut into, and the partition's stats. Some input must require grad (a parameter
+    does), else there is no backward to partition."""
+    gm, inputs = capture_graph(fn, *example_inputs)
+    graphs = aot_module(gm, inputs, fw_compiler=nop).aot_graphs
+    if graphs.joint_graph is None:
+        raise ValueError("no input requires grad, so AOTAutograd made an inference graph: nothing to partition")
+    return graphs
+
+
+PARTITION_COLORS = {"forward": "lightblue", "backward": "lightsalmon", "recomputed": "palegreen",
+                    "primal": "white", "tangent": "lightyellow", "output": "lightgrey"}
+
+
+def partition_side(node: torch.fx.Node, fw_names: set[str], bw_names: set[str]) -> str:
+    """Where a joint-graph node ends up: ``forward``, ``backward``, ``recomputed`` (both: the backward computes it
+    again instead of loading it), or ``primal``/``tangent``/``output`` for the joint graph's edges."""
+    if node.op == "placeholder":
+        return "tangent" if node.name.startswith("tangents") else "primal"
+    if node.op == "output":
+        return "output"
+    if node.name in fw_names:
+        return "recomputed" if node.name in bw_names else "forward"
+    return "backward"
+
+
+def draw_partition(g: AOTGraphs, name: str = "joint graph, partitioned") -> graphviz.Digraph:
+    """The joint graph with each node coloured by ``partition_side``; tensors saved for backward get a thick red
+    outline, and the arrows they cut (forward -> backward) are red: that is what the forward keeps alive."""
+    def call_names(gm: torch.fx.GraphModule | None) -> set[str]:
+        return {n.name for n in gm.graph.nodes if n.op == "call_function"} if gm is not None else set()
+
+    fw_names, bw_names = call_names(g.fw_graph), call_names(g.bw_graph)
+    saved = set(g.stats.saved) if g.stats else set()
+    title = (f"{name}: {len(saved)} saved ({g.saved_bytes} bytes), {g.num_recomputed} recomputed\n"
+             "blue: forward · orange: backward · green: both (recomputed) · red outline: saved for backward")
+    dot = _digraph(title, node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica", "fontsize": "10"})
+    sides = {}
+    for node in g.joint_graph.graph.nodes:
+        sides[node.name] = side = partition_side(node, fw_names, bw_names)
+        outline = {"color": "red", "penwidth": "3"} if node.name in saved else {}
+        dot.node(node.name, node_label(node), fillcolor=PARTITION_COLORS[side], **outline)
+    for node in g.joint_graph.graph.nodes:
+        for arg in node.all_input_nodes:
+            crosses = arg.name in saved and sides[node.name] in ("backward", "recomputed", "output")
+            dot.edge(arg.name, node.name, **({"color": "red"} if crosses else {}))
     return dot
 
 

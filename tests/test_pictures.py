@@ -116,3 +116,23 @@ def test_save_svg_and_png(tmp_path, f_inputs):
     dot = viz.draw_graph(explain(f)(*f_inputs).graphs[0], name="f")
     svg, png = viz.save(dot, tmp_path / "f.svg"), viz.save(dot, tmp_path / "f.png")
     assert re.search(r"<svg", Path(svg).read_text()) and Path(png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_training_partition():
+    """One box per joint-graph node, coloured by the side of the cut it lands on; the saved tensors outlined."""
+    lin = torch.nn.Linear(8, 8)
+
+    def step(x):
+        return torch.nn.functional.gelu(lin(x)).sin().sum()
+
+    g = iviz.training_artifacts(step, torch.randn(4, 8))
+    nodes, _, edges, svg = svg_counts(iviz.draw_partition(g))
+    joint = list(g.joint_graph.graph.nodes)
+    assert nodes == len(joint)
+    assert edges == sum(len(n.all_input_nodes) for n in joint)
+    fw = {n.name for n in g.fw_graph.graph.nodes if n.op == "call_function"}
+    bw = {n.name for n in g.bw_graph.graph.nodes if n.op == "call_function"}
+    sides = {n.name: iviz.partition_side(n, fw, bw) for n in joint}
+    assert {sides[n] for n in g.stats.recomputed} == {"recomputed"}
+    assert "forward" in sides.values() and "backward" in sides.values()
+    assert svg.count('stroke="red" stroke-width="3"') == g.num_saved > 0
