@@ -4,7 +4,7 @@ What it teaches: ``make_fx`` down to ATen, decompositions, and lowering to ``Poi
 The cells of ``notebooks/05_aten_decompositions_ir.ipynb``, in the order they appear; ``notebooks/build.py`` writes and
 executes them.
 """
-from .common import SETUP, code, md
+from .common import SETUP, code, compile_softmax_plus_total, md
 
 NAME = "05_aten_decompositions_ir"
 TITLE = "ATen, decompositions and the IR"
@@ -22,16 +22,8 @@ turn `softmax` into `amax`/`sub`/`exp`/`sum`/`div`, and how each ATen op is *low
 **Motivation**: a small set of primitive ops is easy to generate code for; the IR says, per output element, what
 to load and compute, so the scheduler can see which buffers can share one loop."""),
         code(SETUP),
-        code("""
-from mininductor import viz as iviz
-
-def softmax_plus_total(x):
-    y = torch.softmax(x, -1)
-    return y * 2 + x.sum()
-
-x = torch.randn(4, 8)
-a = iviz.compile_artifacts(softmax_plus_total, x)
-a.aten_gm.print_readable();"""),
+        compile_softmax_plus_total(imports="""
+from mininductor import viz as iviz""", then="a.aten_gm.print_readable();"),
         code("iviz.draw_aten_graph(a)"),
         md("""
 ## Mechanism: lowering to IR

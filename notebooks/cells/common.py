@@ -25,3 +25,19 @@ def md(text: str):
 
 def code(text: str):
     return new_code_cell(text.strip())
+
+
+# The program notebooks 05-07 compile in their first code cell: a row softmax (a reduction, and the pointwise ops
+# that fuse with it) plus a whole-tensor sum (a reduction over another iteration space).
+SOFTMAX_PLUS_TOTAL = """\
+def softmax_plus_total(x):
+    y = torch.softmax(x, -1)
+    return y * 2 + x.sum()
+
+x = torch.randn(4, 8)
+a = iviz.compile_artifacts(softmax_plus_total, x)"""
+
+
+def compile_softmax_plus_total(imports: str, then: str):
+    """The first code cell of notebooks 05-07: ``imports``, ``SOFTMAX_PLUS_TOTAL`` compiled, then ``then``."""
+    return code(f"{imports.strip()}\n\n{SOFTMAX_PLUS_TOTAL}\n{then}")

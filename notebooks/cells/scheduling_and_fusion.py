@@ -4,7 +4,7 @@ What it teaches: which IR buffers share a kernel (``can_fuse``, ``score_fusion``
 The cells of ``notebooks/06_scheduling_and_fusion.ipynb``, in the order they appear; ``notebooks/build.py`` writes and
 executes them.
 """
-from .common import SETUP, code, md
+from .common import SETUP, code, compile_softmax_plus_total, md
 
 NAME = "06_scheduling_and_fusion"
 TITLE = "Scheduling and fusion"
@@ -21,17 +21,9 @@ def cells() -> list:
 **Motivation**: on a GPU most of these ops are bound by memory bandwidth. Every buffer that stays inside a kernel
 is a tensor that is never written to and read back from memory."""),
         code(SETUP),
-        code("""
+        compile_softmax_plus_total(imports="""
 from mininductor import config as inductor_config
-from mininductor import viz as iviz
-
-def softmax_plus_total(x):
-    y = torch.softmax(x, -1)
-    return y * 2 + x.sum()
-
-x = torch.randn(4, 8)
-a = iviz.compile_artifacts(softmax_plus_total, x)
-print(a.scheduler)"""),
+from mininductor import viz as iviz""", then="print(a.scheduler)"),
         md("""
 ## Mechanism
 

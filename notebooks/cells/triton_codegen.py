@@ -4,7 +4,7 @@ What it teaches: one fused group as a Triton kernel, the wrapper ``output_code.p
 The cells of ``notebooks/07_triton_codegen.ipynb``, in the order they appear; ``notebooks/build.py`` writes and
 executes them.
 """
-from .common import SETUP, code, md
+from .common import SETUP, code, compile_softmax_plus_total, md
 
 NAME = "07_triton_codegen"
 TITLE = "Triton code generation"
@@ -22,17 +22,9 @@ buffers and launches kernels; and how to run the generated module yourself (here
 **Motivation**: the generated code is plain, readable Python. Reading it is the fastest way to check what the
 compiler decided, and where each line of your model went."""),
         code(SETUP),
-        code("""
+        compile_softmax_plus_total(imports="""
 from mininductor import viz as iviz
-from mininductor.runtime import load_module
-
-def softmax_plus_total(x):
-    y = torch.softmax(x, -1)
-    return y * 2 + x.sum()
-
-x = torch.randn(4, 8)
-a = iviz.compile_artifacts(softmax_plus_total, x)
-print(a.source)"""),
+from mininductor.runtime import load_module""", then="print(a.source)"),
         md("""
 ## Mechanism
 
