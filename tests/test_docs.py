@@ -136,7 +136,7 @@ def test_readme_demo_command_runs(tmp_path):
     for step in range(1, 12):
         assert f"== {step}." in out
     assert "torch " in out and "triton " in out
-    # Step 5 (the picture) uses only torch.fx and graphviz, so it always works.
+    # Step 5 draws the graph minidynamo captures for f, as DOT text (and SVG when Graphviz is installed).
     assert (tmp_path / "f_graph.dot").read_text().startswith("digraph f")
     # The MoE section: graph breaks located in the user's source, generated kernels, the timing table, artifacts.
     assert re.search(r"break \d+x at moe\.py:\d+", out), out

@@ -1,0 +1,141 @@
+"""Step 9 of the tour: the MoE timing table, eager / torch.compile / minicompile x {eval forward, train step}.
+
+Each cell is the median wall-clock ms of several calls, after warm-up calls that are not counted (compiling,
+autotuning, caches). minicompile's cells reuse the wrappers steps 7 and 8 compiled and warmed up, so they hold no
+compile time. ``MINICOMPILE_DEMO_QUICK=1`` skips torch.compile (30+ s per model on CPU). The footnotes under the
+table say what the numbers mean on CPU, where minicompile's kernels run in Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from minidynamo.examples.tour.console import clip, progress, quiet_warnings
+from minidynamo.examples.tour.moe_compile import MOE, CompiledMoE
+from minidynamo.examples.tour.settings import DEVICE, MOE_SIZE, QUICK
+
+TRAIN_WARMUP = 20 if DEVICE == "cuda" else 2  # train steps before timing: see _time_cell
+COMPILERS = ("eager", "torch.compile", "minicompile")
+
+
+def time_moe() -> None:
+    """Median ms of an eval forward and of a train step (AdamW), eager / torch.compile / minicompile."""
+    if not MOE:
+        raise RuntimeError("no MoE was compiled (steps 7 and 8)")
+    fwd_iters, train_iters = (20, 10) if DEVICE == "cuda" else (5, 3)
+    with _one_cpu_thread():
+        rows = [(kind, phase, [_time_cell(kind, phase, compiler,
+                                          fwd_iters if phase == "eval forward" else train_iters)
+                               for compiler in COMPILERS])
+                for kind in MOE for phase in ("eval forward", "train step")]
+    print(f"\n   MoE timing table: ms per call, median of {fwd_iters} forwards / {train_iters} train steps "
+          f"({MOE_SIZE} size, {DEVICE})")
+    print(f"   {'model':<10}{'phase':<14}{'eager':>10}{'torch.compile':>15}{'minicompile':>13}")
+    for kind, phase, cells in rows:
+        print(f"   {kind:<10}{phase:<14}{cells[0]:>10}{cells[1]:>15}{cells[2]:>13}")
+    _print_footnotes()
+
+
+def _print_footnotes() -> None:
+    if DEVICE == "cpu":
+        print("   * on CPU minicompile's kernels run in Triton's interpreter (TRITON_INTERPRET=1: each kernel is\n"
+              "     Python over NumPy, program by program), so its column measures the interpreter, not the\n"
+              "     generated code; run on a GPU to compare compilers (bench/moe.py, docs/benchmarks.md).")
+        print("   * CPU timings use one intra-op thread: on a shared machine, spinning OpenMP threads made eager\n"
+              "     times swing by 100x from run to run.")
+    print(f"   * train steps are timed after {TRAIN_WARMUP} warm-up steps for every compiler: each step changes the\n"
+          "     weights, so the routing, and the tutorial MoE meets (expert, case) pairs it has not compiled yet\n"
+          "     (one row, or more rows than its capacity) for a while; each costs minicompile a translation.")
+    if QUICK:
+        print("   * torch.compile skipped: MINICOMPILE_DEMO_QUICK is set (unset it for the full table).")
+
+
+def _time_cell(kind: str, phase: str, compiler: str, iters: int) -> str:
+    if compiler == "torch.compile" and QUICK:
+        return "skipped"
+    entry = MOE[kind]
+    try:
+        fn = _compiled_for(entry, compiler)
+        with progress(f"timing {compiler} {kind} MoE {phase}", quiet=compiler == "eager"), quiet_warnings():
+            train = phase != "eval forward"
+            # train steps change the weights and so the routing: the tutorial MoE meets new (expert, case) pairs
+            # for a while and minicompile translates each once; every compiler gets the same warm-up steps
+            ms = _median_ms(_train_step(fn, entry) if train else _forward(fn, entry), iters,
+                            warmup=TRAIN_WARMUP if train else 2)
+        return f"{ms:.2f}"
+    except Exception as e:  # noqa: BLE001 -- one failing cell must not lose the table
+        print(f"     {compiler} {kind} {phase} failed: {type(e).__name__}: {clip(str(e), 100)}")
+        return "failed"
+
+
+@contextlib.contextmanager
+def _one_cpu_thread():
+    """On CPU, time with ``torch.set_num_threads(1)`` (see the footnote); on a GPU change nothing."""
+    prior = torch.get_num_threads()
+    if DEVICE == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prior)
+
+
+def _compiled_for(entry: CompiledMoE, compiler: str) -> Callable:
+    if compiler == "eager":
+        return entry.model
+    if compiler == "minicompile":
+        return entry.compiled  # compiled and warmed up by steps 7/8: no compile time in its cells
+    if entry.torch_compiled is None:
+        entry.torch_compiled = torch.compile(entry.model)  # one wrapper per model: eval and train share it
+    return entry.torch_compiled
+
+
+def _forward(fn: Callable, entry: CompiledMoE) -> Callable[[], Any]:
+    def forward():
+        entry.model.eval()
+        with torch.no_grad():
+            return fn(entry.x)
+
+    return forward
+
+
+def _train_step(fn: Callable, entry: CompiledMoE) -> Callable[[], Any]:
+    """One step of ``moe.train_steps``'s loop on a fixed batch: forward, MSE + aux loss, backward, clip, AdamW."""
+    opt = torch.optim.AdamW(entry.model.parameters(), lr=5e-4)
+    y = torch.randn(entry.x.shape[0], entry.model.gate.in_features, device=DEVICE)  # both MoEs: out == in dim
+
+    def step():
+        entry.model.train()
+        outputs, aux = fn(entry.x)
+        loss = torch.nn.functional.mse_loss(outputs, y) + 1e-2 * aux
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(entry.model.parameters()), 1.0)
+        opt.step()
+
+    return step
+
+
+def _median_ms(fn: Callable[[], Any], iters: int, warmup: int = 2) -> float:
+    """Wall-clock median; the first calls (compiling, autotuning, caches) are warm-up and not counted."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()  # GPU work is asynchronous: wait for it, or we time the launches only
