@@ -18,7 +18,7 @@ PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def test_every_stage_has_a_notebook():
-    assert [p.name[:2] for p in PATHS] == [f"{k:02d}" for k in range(9)]
+    assert [p.name[:2] for p in PATHS] == [f"{k:02d}" for k in range(11)]
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="the notebooks draw pictures with Graphviz's dot")

@@ -7,12 +7,14 @@ package, a check against eager PyTorch, a measurement, and how upstream differs.
 from . import (
     aten_decompositions_ir,
     bytecode_and_frames,
+    dynamic_shapes,
     graph_breaks,
     guards_and_recompiles,
     moe_end_to_end,
     scheduling_and_fusion,
     symbolic_execution,
     tour,
+    training_aot_autograd,
     triton_codegen,
 )
 
@@ -26,4 +28,6 @@ NOTEBOOKS = [
     scheduling_and_fusion,
     triton_codegen,
     moe_end_to_end,
+    training_aot_autograd,
+    dynamic_shapes,
 ]
