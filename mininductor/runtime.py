@@ -232,11 +232,13 @@ class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
     def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
-                 symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False):
+                 symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False, device_asserts: bool = False):
         # xnumel/rnumel: the sizes (for a symbolic kernel, the size hints) the configs are chosen from
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
         # fp_fusion=False: compiled without FP contraction ([Note: rounding survives only without FP contraction])
         self.fp_fusion = fp_fusion
+        # device_asserts: the kernel checks its indices with tl.device_assert ([Note: out-of-range indices])
+        self.device_asserts = device_asserts
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
         # x_first: a tile kernel whose programs walk blocks of rows on grid axis 0 (TritonKernel._stores_run_along_x)
@@ -254,9 +256,14 @@ class KernelLauncher:
 
     def _candidate_configs(self) -> list[dict]:
         configs = candidate_configs(self.kind, self.xnumel, self.rnumel, self.hint, self.interpret)
-        if self.fp_fusion or self.interpret:  # the interpreter has no contraction to turn off
+        if self.interpret:  # compile options: the interpreter has no contraction to turn off, no asserts to keep
             return configs
-        return [{**cfg, "enable_fp_fusion": False} for cfg in configs]  # a compile option, like num_warps
+        options = {} if self.fp_fusion else {"enable_fp_fusion": False}
+        if self.device_asserts:
+            # debug=True keeps tl.device_assert; Triton's debug mode would also trap integer overflow, which eager
+            # lets wrap around: sanitize_overflow=False leaves integer arithmetic as it was
+            options.update(debug=True, sanitize_overflow=False)
+        return [{**cfg, **options} for cfg in configs]  # compile options, passed like num_warps
 
     def _numels(self, args) -> tuple[int, int]:
         if not self.symbolic:

@@ -116,6 +116,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         self.loop_loads: dict[str, set[int]] = {}  # buffer -> sections that load it (-1: a persistent kernel)
         self._hints: dict[str, str] = {}  # load placeholders -> L2 hints, filled when the kernel is rendered
         self.r_node = False
+        self.device_asserts = False  # a tl.device_assert: launched with debug=True (indirect_indexing)
         # a value rounded to fp16/bf16 and back: the kernel must compile without FP contraction (see to_dtype)
         self.rounds_low_precision = False
         self._rounded: dict[str, torch.dtype] = {}  # tmp -> the fp16/bf16 its value was rounded to (kept in fp32)
@@ -402,11 +403,20 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         would read (or, scattering, write) outside the tensor instead.  Under the interpreter that is host
         memory: garbage, or a segfault.  So interpreted kernels check their indices before using them
         (``_check_index``, plain Python over the interpreter's NumPy arrays, raises ``IndexError``).  Compiled
-        for the GPU there is no such check: an out-of-range index is an illegal memory access, or garbage
-        (Inductor emits a ``tl.device_assert``, active only in debug builds of a kernel)."""
+        for the GPU, a kernel checks with ``tl.device_assert``, as Inductor's do (``assert_indirect_indexing``):
+        an index out of range stops the kernel with a device-side assert, which is what eager's CUDA indexing
+        kernels do too.  Triton compiles the assert only into kernels launched with ``debug=True``, so such a
+        kernel says so to its launcher (``device_asserts``); on an H200 the check cost a gather nothing
+        measurable (docs/08-triton-codegen.md)."""
         size_text = self._size_text(size)
+        mask = self._mask(value, self.r_node)
         if check and self.interpret:
-            self.lines.append(f"_check_index({value}, {size_text}, {self._mask(value, self.r_node)}, {wrap_neg})")
+            self.lines.append(f"_check_index({value}, {size_text}, {mask}, {wrap_neg})")
+        elif check:
+            low = f"-{size_text}" if wrap_neg else "0"
+            self.lines.append(f"tl.device_assert((({low} <= {value}) & ({value} < {size_text})) | ~({mask}), "
+                              f'"index out of bounds: {low} <= {value} < {size_text}")')
+            self.device_asserts = True
         if not wrap_neg:
             return sym(value)
         return sym(self._emit(f"tl.where({value} < 0, {value} + {size_text}, {value})", self._dtype(value)))

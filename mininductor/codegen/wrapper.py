@@ -208,6 +208,7 @@ class WrapperCodeGen:
                 f"rnumel={size_hint(k.rnumel)}, device_type={self.graph.device.type!r}, hint={k.hint!r}, "
                 f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)}"
                 + (", fp_fusion=False" if k.rounds_low_precision else "") + (", x_first=True" if k.x_first else "")
+                + (", device_asserts=True" if k.device_asserts else "")
                 + ")")
         twin = self.twins.get(k.name)
         if twin is None:
