@@ -406,8 +406,8 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         for the GPU, a kernel checks with ``tl.device_assert``, as Inductor's do (``assert_indirect_indexing``):
         an index out of range stops the kernel with a device-side assert, which is what eager's CUDA indexing
         kernels do too.  Triton compiles the assert only into kernels launched with ``debug=True``, so such a
-        kernel says so to its launcher (``device_asserts``); on an H200 the check cost a gather nothing
-        measurable (docs/08-triton-codegen.md)."""
+        kernel says so to its launcher (``device_asserts``); on an H200 the check cost a gather about 1%
+        (docs/08-triton-codegen.md)."""
         size_text = self._size_text(size)
         mask = self._mask(value, self.r_node)
         if check and self.interpret:
