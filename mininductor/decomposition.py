@@ -49,6 +49,11 @@ def _table() -> dict:
         for name in packet.overloads():
             table.pop(getattr(packet, name), None)
     table[aten.slice_scatter.default] = slice_scatter
+    table[aten.index_add.default] = index_add
+    for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
+                       (aten.special_xlog1py.default, xlog1py)):
+        table[op] = _rounding_each_step(decomp, table.get(op))
+    table[aten.index_copy.default] = index_copy
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
     return table
 
@@ -65,6 +70,82 @@ def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: flo
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
     return output.contiguous(), attn
+
+
+def _rounding_each_step(decomp, upstream):
+    """[Note: fp16/bf16 composites on the CPU] eager's CPU kernels for ``mse_loss``, ``xlogy`` and ``xlog1py``
+    compute with ``Vectorized<Half>``/``<BFloat16>`` arithmetic, which rounds to the low-precision dtype after
+    every step (``a - b``, then its square; ``log(y)``, then ``x * log(y)``). Upstream's decompositions compute
+    everything in fp32 and round once: 1 ulp off on ~30% of elements. Ours write each step as an ATen op in the
+    input dtype, so every step rounds (``config.emulate_precision_casts``). Other devices (CUDA computes in fp32
+    and rounds once) keep upstream's."""
+    def decomposition(*args, **kwargs):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if tensors and all(t.dtype in (torch.float16, torch.bfloat16) and t.device.type == "cpu" and
+                           t.dtype == tensors[0].dtype for t in tensors):
+            return decomp(*args, **kwargs)
+        return upstream(*args, **kwargs)
+    return decomposition
+
+
+def mse_loss(input, target, reduction: int = 1):
+    loss = (input - target) * (input - target)
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def xlogy(x, y):
+    out = torch.where(x == 0, 0, x * torch.log(y))
+    return torch.where(torch.isnan(y), float("nan"), out)
+
+
+def xlog1py(x, y):
+    out = torch.where(x == 0, 0, x * torch.log1p(y))
+    return torch.where(torch.isnan(y), float("nan"), out)
+
+
+def _along(x, dim: int, index, source):
+    """``index_add``/``index_copy``'s arguments as ``scatter``'s: ``x`` at least 1-d, ``index`` broadcast over
+    ``source`` along ``dim``.  See index_add."""
+    from torch._prims_common import canonicalize_dim
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    dim = canonicalize_dim(x1.ndim, dim)
+    source = source.reshape([1] * x1.ndim) if source.ndim == 0 else source
+    shape = [-1 if d == dim else 1 for d in range(x1.ndim)]
+    return x1, dim, index.reshape(shape).expand(source.shape), source
+
+
+def _like(out, x):
+    """``out`` back in 0-d ``x``'s shape; as it is otherwise (a view node would hide the scatter from
+    reinplace.py)."""
+    return out.reshape(()) if x.ndim == 0 else out
+
+
+def index_add(x, dim: int, index, source, *, alpha=1):
+    """``x.index_add(dim, index, source)`` as ``x.scatter_add(dim, index broadcast over source, source)``.
+
+    Upstream's decomposition writes ``x[:, index] += source`` (``index_put``), whose index counts from the end
+    when negative: ``index_add(0, tensor([-1]), v)`` added into the last row where eager raises.  scatter's
+    index is checked without wrapping ([Note: out-of-range indices]), as eager checks index_add's."""
+    x1, dim, index, source = _along(x, dim, index, source)
+    if alpha == 1:
+        return _like(aten.scatter_add(x1, dim, index, source), x)
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
+    # [Note: index_add's alpha in fp16/bf16] eager's CPU kernel rounds alpha to x's dtype. Along dim 0 of a
+    # tensor of 2+ dims it runs ``x[i].add_(source[j], alpha)`` (x + alpha * source in fp32, rounded once);
+    # along another dim it runs ``x[..., i, ...] += source * alpha`` in x's dtype (the product rounded first).
+    # (An add_ over a row shorter than one vector rounds the product too: not matched.)
+    alpha = torch.scalar_tensor(alpha, dtype=x.dtype, device=x.device)
+    if dim == 0 and x.ndim > 1:
+        return aten.scatter_add(x1.float(), dim, index, source.float() * alpha.float()).to(x.dtype)
+    return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
+
+
+def index_copy(x, dim: int, index, source):
+    """``x.index_copy(dim, index, source)`` as ``x.scatter(dim, index broadcast over source, source)``: a
+    negative index raises, as in eager (see index_add)."""
+    x1, dim, index, source = _along(x, dim, index, source)
+    return _like(aten.scatter(x1, dim, index, source), x)
 
 
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
@@ -97,6 +178,20 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
         mask = torch.logical_and(mask, (idx - start) % step == 0)
     mask = mask.view([-1 if d == dim else 1 for d in range(input.dim())])
     return aten.where(mask, aten._unsafe_masked_index(src, mask, indices, 0), input)
+
+
+class EagerLayouts(torch.overrides.TorchFunctionMode):
+    """[Note: one_hot's layout] ``F.one_hot`` is a CompositeImplicit op with two bodies: on real tensors
+    ``zeros(...).scatter_(-1, x.unsqueeze(-1), 1)``, row-major; on fake, meta or functional tensors (whatever we
+    trace with) ``eq(x.unsqueeze(-1), arange(n)).long()``, which keeps ``x``'s layout -- a permuted ``x`` gave
+    strides (6, 24, 1) where eager's are (18, 6, 1). It decomposes in C++, above the dispatcher, so no
+    decomposition table sees it: this mode, entered around every trace, makes its result contiguous."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.nn.functional.one_hot:
+            out = out.contiguous()
+        return out
 
 
 def select_decomp_table() -> dict:

@@ -300,6 +300,14 @@ def div(a, b, rounding_mode=None):
         return pointwise([a, b], ops.truediv, out, compute)
     if rounding_mode == "floor":
         return floor_divide(a, b)
+    if _low_precision(out) and not isinstance(a, ir.IRNode):  # a scalar dividend is converted to the tensor's type
+        a = _rounded_scalar(a, out)
+    elif _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
+        return pointwise([a, b], ops.truncdiv, out, torch.float32)
+    if _low_precision(out) and device_of([a, b]).type == "cpu":
+        # the CPU's vectorised kernel rounds ``a / b`` to fp16/bf16 before truncating it: 2.9998 (fp32) is 3.0
+        # in fp16, whose trunc is 3, not 2 ([Note: floor division rounds where ATen's kernel does])
+        return pointwise([a, b], lambda x, y: ops.trunc(ops.to_dtype(ops.truediv(x, y), out)), out, compute)
     return pointwise([a, b], ops.truncdiv, out, compute)
 
 
