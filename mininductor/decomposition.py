@@ -50,6 +50,14 @@ def _table() -> dict:
             table.pop(getattr(packet, name), None)
     table[aten.slice_scatter.default] = slice_scatter
     table[aten.index_add.default] = index_add
+    for packet, refuse in ((aten.var, _not_floating), (aten.std, _not_floating), (aten.std_mean, _not_floating),
+                           (aten.addcdiv, _integer_addcdiv), (aten.addcmul, _integer_addcmul_by_float)):
+        for name in packet.overloads():
+            op = getattr(packet, name)
+            if op in table:
+                table[op] = _falls_back_if(refuse, table[op])
+    for op in (aten.index_fill.int_Scalar, aten.index_fill.int_Tensor):
+        table[op] = _index_fill_wrapping(table[op])
     for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
                        (aten.special_xlog1py.default, xlog1py)):
         table[op] = _rounding_each_step(decomp, table.get(op))
@@ -70,6 +78,28 @@ def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: flo
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
     return output.contiguous(), attn
+
+
+def _falls_back_if(refuse, upstream):
+    """Upstream's decomposition, except where ``refuse(*args)``: eager raises there (``var`` of an integer tensor,
+    ``addcdiv`` of integers: the op's own fake kernel raises as eager does, at compile time) or accepts what the
+    decomposition refuses (``addcmul(int, int, int, value=0.5)``).
+    Returning ``NotImplemented`` keeps the op in the graph, so it runs as a fallback and eager decides."""
+    def decomposition(*args, **kwargs):
+        return NotImplemented if refuse(*args, **kwargs) else upstream(*args, **kwargs)
+    return decomposition
+
+
+def _not_floating(x, *args, **kwargs) -> bool:
+    return not (x.is_floating_point() or x.is_complex())
+
+
+def _integer_addcdiv(x, t1, t2, *args, **kwargs) -> bool:
+    return not (t1.is_floating_point() or t2.is_floating_point())
+
+
+def _integer_addcmul_by_float(x, t1, t2, *, value=1) -> bool:
+    return isinstance(value, float) and not any(t.is_floating_point() for t in (x, t1, t2))
 
 
 def _rounding_each_step(decomp, upstream):
@@ -131,14 +161,24 @@ def index_add(x, dim: int, index, source, *, alpha=1):
         return _like(aten.scatter_add(x1, dim, index, source), x)
     if x.dtype not in (torch.float16, torch.bfloat16):
         return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
-    # [Note: index_add's alpha in fp16/bf16] eager's CPU kernel rounds alpha to x's dtype. Along dim 0 of a
-    # tensor of 2+ dims it runs ``x[i].add_(source[j], alpha)`` (x + alpha * source in fp32, rounded once);
-    # along another dim it runs ``x[..., i, ...] += source * alpha`` in x's dtype (the product rounded first).
-    # (An add_ over a row shorter than one vector rounds the product too: not matched.)
+    # [Note: index_add's alpha in fp16/bf16] eager's CPU kernel rounds alpha to x's dtype, then adds each
+    # slice with ``add_(source slice, alpha)``: its vectorised loop computes x + alpha * source in fp32 and rounds
+    # once; a slice along the last dim is strided, and the scalar loop rounds ``alpha * source`` first. (The
+    # scalar tail of a slice shorter than, or not a multiple of, one vector rounds the product too: not matched.)
     alpha = torch.scalar_tensor(alpha, dtype=x.dtype, device=x.device)
-    if dim == 0 and x.ndim > 1:
+    if dim != x1.ndim - 1:
         return aten.scatter_add(x1.float(), dim, index, source.float() * alpha.float()).to(x.dtype)
     return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
+
+
+def _index_fill_wrapping(upstream):
+    """``index_fill`` counts a negative index from the end in eager (``index_copy`` and ``index_add`` refuse
+    one); upstream's decomposition goes through ``index_copy``, which now raises on it, so wrap it first. An
+    index below ``-size`` stays negative and still raises."""
+    def index_fill(x, dim: int, index, value):
+        size = x.shape[dim] if x.ndim else 1
+        return upstream(x, dim, torch.where(index < 0, index + size, index), value)
+    return index_fill
 
 
 def index_copy(x, dim: int, index, source):
@@ -191,7 +231,25 @@ class EagerLayouts(torch.overrides.TorchFunctionMode):
         out = func(*args, **(kwargs or {}))
         if func is torch.nn.functional.one_hot:
             out = out.contiguous()
+        elif func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
+                all(isinstance(a, torch.Tensor) for a in args[:2]):
+            out = _tensor_iterator_layout(out, args[:2])
         return out
+
+
+# Binary ops whose fake (meta) kernel is a reference written as ``where(signbit(b), ...)`` or ``where(isnan(b),
+# ...)``: its result took ``b``'s layout. Eager's TensorIterator gives ``a``'s (a transposed ``a`` and a
+# broadcast ``b``: strides (1, 4) in eager, (3, 1) traced).
+_WHERE_REFS = {torch.copysign, torch.Tensor.copysign, torch.xlogy, torch.Tensor.xlogy, torch.special.xlog1py}
+
+
+def _tensor_iterator_layout(out, inputs):
+    """``out`` copied into the strides eager's TensorIterator gives a pointwise op over ``inputs``."""
+    from torch._prims_common import compute_elementwise_output_strides
+    strides = compute_elementwise_output_strides(*[t.expand(out.shape) for t in inputs])
+    if tuple(strides) == tuple(out.stride()):
+        return out
+    return torch.empty_strided(out.shape, strides, dtype=out.dtype, device=out.device).copy_(out)
 
 
 def select_decomp_table() -> dict:

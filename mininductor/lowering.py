@@ -171,6 +171,11 @@ def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
     def lowering(*args, **kwargs):
         if kwargs:  # an overload with options we do not model (round(decimals=2)...): fall back
             raise NotImplementedError(f"{op_name} with {sorted(kwargs)}")
+        if op_name in _INTEGER_ONLY and any(isinstance(a, ir.IRNode) and a.get_dtype().is_floating_point
+                                            for a in args):
+            # eager: '"bitwise_and_cpu" not implemented for 'Float''; the trace accepts it and the kernel
+            # failed to compile. The fallback raises eager's error.
+            raise NotImplementedError(f"{op_name} of a floating-point tensor (eager raises)")
         out, compute = _dtype_for(args, kind)
         return pointwise(args, getattr(ops, op_name) if isinstance(op_name, str) else op_name, out, compute)
     return lowering
@@ -182,6 +187,8 @@ _UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
 _BINARY = ["maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
            "remainder", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift"]
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
+_INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                 "bitwise_right_shift"}
 _LOGICAL = ["logical_and", "logical_or", "logical_xor", "logical_not"]
 
 for _name in _UNARY + _BINARY:
@@ -191,6 +198,13 @@ for _name in _UNARY + _BINARY:
 # ``a << s`` traces to the dunder overloads, not to bitwise_left_shift: the same op (integers only in eager)
 register_lowering(aten.__lshift__)(make_pointwise_lowering("bitwise_left_shift"))
 register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"))
+
+
+@register_lowering(aten.abs)
+def abs_(x):
+    if x.get_dtype() == torch.bool:  # eager: '"abs_cpu" not implemented for 'Bool''; the fallback raises it
+        raise NotImplementedError("abs of a bool tensor (eager raises)")
+    return make_pointwise_lowering("abs")(x)
 
 
 def _rounding(name: str) -> Callable:
@@ -254,8 +268,17 @@ def mul(a, b):
     return pointwise([a, b], ops.mul, out, compute)
 
 
+def _refuse_bool_sub(*args) -> None:
+    """Eager refuses ``x - True`` and ``x - mask`` ("Subtraction ... with a bool tensor is not supported"), but
+    only in its CPU/CUDA kernel: the trace accepts them. The fallback raises eager's error."""
+    if any(isinstance(a, bool) or (isinstance(a, ir.IRNode) and a.get_dtype() == torch.bool) for a in args):
+        raise NotImplementedError("sub with a bool operand (eager raises)")
+
+
 def _add_sub(name: str) -> Callable:
     def lowering(a, b, alpha=1):
+        if name == "sub":
+            _refuse_bool_sub(a, b)
         out, compute = _dtype_for((a, b), "default")
         if name == "add" and out == torch.bool:
             # eager's True + True is True; Triton's int1 add wraps to False (Inductor lowers it as logical_or too)
@@ -284,6 +307,7 @@ register_lowering(aten.sub, prims.sub)(_add_sub("sub"))
 
 @register_lowering(aten.rsub)
 def rsub(a, b, alpha=1):
+    _refuse_bool_sub(a, b)
     out, compute = _dtype_for((a, b), "default")
     return _axpy(b, a, alpha, ops.sub, out, compute, "sub")
 
