@@ -51,6 +51,8 @@ def _table() -> dict:
     table[aten.slice_scatter.default] = slice_scatter
     table[aten.index_add.default] = index_add
     for packet, refuse in ((aten.var, _not_floating), (aten.std, _not_floating), (aten.std_mean, _not_floating),
+                           (aten._softmax, _not_floating), (aten._log_softmax, _not_floating),
+                           (aten.lerp, _lerp_eager_refuses),
                            (aten.addcdiv, _integer_addcdiv), (aten.addcmul, _integer_addcmul_by_float)):
         for name in packet.overloads():
             op = getattr(packet, name)
@@ -92,6 +94,12 @@ def _falls_back_if(refuse, upstream):
 
 def _not_floating(x, *args, **kwargs) -> bool:
     return not (x.is_floating_point() or x.is_complex())
+
+
+def _lerp_eager_refuses(start, end, *args, **kwargs) -> bool:
+    """Eager's lerp takes floating-point tensors of one dtype ('"lerp_kernel_scalar" not implemented for
+    'Long'', "expected dtype float for `end` but got dtype double")."""
+    return not start.is_floating_point() or start.dtype != end.dtype
 
 
 def _integer_addcdiv(x, t1, t2, *args, **kwargs) -> bool:

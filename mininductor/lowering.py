@@ -171,11 +171,7 @@ def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
     def lowering(*args, **kwargs):
         if kwargs:  # an overload with options we do not model (round(decimals=2)...): fall back
             raise NotImplementedError(f"{op_name} with {sorted(kwargs)}")
-        if op_name in _INTEGER_ONLY and any(isinstance(a, ir.IRNode) and a.get_dtype().is_floating_point
-                                            for a in args):
-            # eager: '"bitwise_and_cpu" not implemented for 'Float''; the trace accepts it and the kernel
-            # failed to compile. The fallback raises eager's error.
-            raise NotImplementedError(f"{op_name} of a floating-point tensor (eager raises)")
+        _refuse_what_eager_refuses(op_name, args)
         out, compute = _dtype_for(args, kind)
         return pointwise(args, getattr(ops, op_name) if isinstance(op_name, str) else op_name, out, compute)
     return lowering
@@ -189,6 +185,26 @@ _BINARY = ["maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", 
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
 _INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                  "bitwise_right_shift"}
+# Dtypes eager's kernels do not implement ('"hypot_cpu" not implemented for 'Short''), though the trace accepts
+# them: a lowering would compute a value (or fail to compile a kernel), so the op falls back and eager raises.
+_FLOAT_ONLY = {"hypot"}
+_NO_BOOL = {"remainder", "fmod", "floor", "ceil", "trunc", "round", "hypot"}
+
+
+def _refuse_what_eager_refuses(op_name: str, args) -> None:
+    dtypes = [a.get_dtype() for a in args if isinstance(a, ir.IRNode)]
+    if op_name in _INTEGER_ONLY and any(d.is_floating_point for d in dtypes):
+        # '"bitwise_and_cpu" not implemented for 'Float'': the kernel failed to compile
+        refused = "a floating-point"
+    elif op_name in _FLOAT_ONLY and not any(d.is_floating_point for d in dtypes):
+        refused = "an integer"
+    elif op_name in _NO_BOOL and torch.bool in dtypes:
+        refused = "a bool"
+    else:
+        return
+    raise NotImplementedError(f"{op_name} of {refused} tensor (eager raises)")
+
+
 _LOGICAL = ["logical_and", "logical_or", "logical_xor", "logical_not"]
 
 for _name in _UNARY + _BINARY:
@@ -213,6 +229,7 @@ def _rounding(name: str) -> Callable:
     def lowering(x, *args, decimals=0):
         if args or decimals:
             raise NotImplementedError(f"{name} to {decimals or args} decimals")
+        _refuse_what_eager_refuses(name, [x])
         if not x.get_dtype().is_floating_point:  # an integer is already whole (tl.floor takes floats only)
             return pointwise([x], lambda v: v, x.get_dtype())
         return float_lowering(x, *args)

@@ -179,3 +179,19 @@ def test_integer_addcmul_with_a_float_value_runs():
     ("cannot be safely cast") at compile time (random program ``rnd186``). It falls back."""
     x = torch.randint(-5, 5, (8, 2), dtype=torch.int16)
     check(lambda x: torch.addcmul(x - 1, x, x, value=0.5) * 2, x, fallbacks=1)
+
+
+def test_dtypes_eager_does_not_implement_fall_back_and_raise():
+    """``softmax`` of an int tensor ('"softmax_lastdim_kernel_impl" not implemented for 'Char''), ``lerp`` of
+    ints or of two dtypes, ``hypot`` of ints, ``floor``/``trunc``/``remainder``/``fmod`` of bools: eager's
+    kernels refuse them, we computed a value (random programs ``rnd34``, ``rnd52``, ``rnd60``, ``rnd64``,
+    ``rnd5``...). Each falls back, counted, and raises eager's error."""
+    i8, mask, f = torch.randint(-5, 5, (4, 3), dtype=torch.int8), torch.rand(4, 3) > 0.5, torch.randn(4, 3)
+    _raises_like_eager(lambda x: x.softmax(-1) * 2, i8, fallbacks=1)
+    _raises_like_eager(lambda x: x.long().log_softmax(0), i8, fallbacks=1)
+    _raises_like_eager(lambda x: torch.lerp(x, x + 1, 0.5), i8.int(), fallbacks=1)
+    _raises_like_eager(lambda x: torch.hypot(x, x + 1), i8.short(), fallbacks=1)
+    for op in (torch.floor, torch.trunc, torch.round, lambda m: m % m, lambda m: torch.fmod(m, m)):
+        _raises_like_eager(lambda m: op(m) | m, mask, fallbacks=1)  # noqa: B023
+    with pytest.raises(RuntimeError):  # lerp of two dtypes: the fake kernel raises, at compile time
+        compile_fn(lambda x, y: torch.lerp(x, y, 0.5), f, f.double())
