@@ -228,14 +228,22 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
     return aten.where(mask, aten._unsafe_masked_index(src, mask, indices, 0), input)
 
 
-class EagerLayouts(torch.overrides.TorchFunctionMode):
-    """[Note: one_hot's layout] ``F.one_hot`` is a CompositeImplicit op with two bodies: on real tensors
+class EagerFunctions(torch.overrides.TorchFunctionMode):
+    """Torch functions whose traced form (fake tensors, references) differs from what eager does; entered
+    around every trace.
+
+    [Note: one_hot's layout] ``F.one_hot`` is a CompositeImplicit op with two bodies: on real tensors
     ``zeros(...).scatter_(-1, x.unsqueeze(-1), 1)``, row-major; on fake, meta or functional tensors (whatever we
     trace with) ``eq(x.unsqueeze(-1), arange(n)).long()``, which keeps ``x``'s layout -- a permuted ``x`` gave
     strides (6, 24, 1) where eager's are (18, 6, 1). It decomposes in C++, above the dispatcher, so no
-    decomposition table sees it: this mode, entered around every trace, makes its result contiguous."""
+    decomposition table sees it: its result is made contiguous here.
+
+    Shifts of a bool tensor: eager converts it to the result type (``mask << 1`` is int64, ``x16 >> mask`` is
+    int16); the fake kernel refuses any bool operand, so the compile raised where eager runs. Converted here."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in _SHIFTS and len(args) == 2:
+            args = _shift_operands(*args)
         out = func(*args, **(kwargs or {}))
         if func is torch.nn.functional.one_hot:
             out = out.contiguous()
@@ -243,6 +251,18 @@ class EagerLayouts(torch.overrides.TorchFunctionMode):
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
             out = _tensor_iterator_layout(out, args[:2])
         return out
+
+
+_SHIFTS = {torch.Tensor.__lshift__, torch.Tensor.__rshift__, torch.Tensor.__rlshift__, torch.Tensor.__rrshift__,
+           torch.bitwise_left_shift, torch.bitwise_right_shift, torch.Tensor.bitwise_left_shift,
+           torch.Tensor.bitwise_right_shift}
+
+
+def _shift_operands(a, b) -> tuple:
+    dtype = torch.result_type(a, b)
+    if dtype == torch.bool:  # eager refuses a bool result: leave it to the op
+        return a, b
+    return tuple(v.to(dtype) if isinstance(v, torch.Tensor) and v.dtype == torch.bool else v for v in (a, b))
 
 
 # Binary ops whose fake (meta) kernel is a reference written as ``where(signbit(b), ...)`` or ``where(isnan(b),

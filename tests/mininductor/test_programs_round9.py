@@ -195,3 +195,15 @@ def test_dtypes_eager_does_not_implement_fall_back_and_raise():
         _raises_like_eager(lambda m: op(m) | m, mask, fallbacks=1)  # noqa: B023
     with pytest.raises(RuntimeError):  # lerp of two dtypes: the fake kernel raises, at compile time
         compile_fn(lambda x, y: torch.lerp(x, y, 0.5), f, f.double())
+
+
+def test_shifts_of_bool_tensors_run_as_eager():
+    """``mask << 1`` is int64 and ``x16 >> mask`` int16 in eager; the fake kernels refuse a bool operand, so
+    the compile raised "lshift: Expected input tensor to have an integral dtype" (random programs ``rnd183``,
+    ``rnd317``)."""
+    mask, x = torch.rand(5, 3) > 0.5, torch.randint(0, 100, (5, 3), dtype=torch.int16)
+    check(lambda m, x: (m << 1, m >> 1, x << m, x >> m, torch.bitwise_left_shift(m, 2), 3 << m, m << x % 4), mask, x,
+          kernels=1, fallbacks=0)
+    y = torch.randint(-3, 4, (6,), dtype=torch.int8)
+    dynamo = minidynamo.minicompile(lambda y: (y > 0) << 2)
+    assert torch.equal(dynamo(y), (y > 0) << 2)
