@@ -50,6 +50,7 @@ def _table() -> dict:
             table.pop(getattr(packet, name), None)
     table[aten.slice_scatter.default] = slice_scatter
     table[aten.index_add.default] = index_add
+    table[aten.index_copy.default] = index_copy
     for packet, refuse in ((aten.var, _not_floating), (aten.std, _not_floating), (aten.std_mean, _not_floating),
                            (aten._softmax, _not_floating), (aten._log_softmax, _not_floating),
                            (aten.lerp, _lerp_eager_refuses),
@@ -63,7 +64,6 @@ def _table() -> dict:
     for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
                        (aten.special_xlog1py.default, xlog1py)):
         table[op] = _rounding_each_step(decomp, table.get(op))
-    table[aten.index_copy.default] = index_copy
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
     return table
 
