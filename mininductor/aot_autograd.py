@@ -59,6 +59,7 @@ from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTens
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from mininductor import partitioners
+from mininductor.decomposition import EagerFunctions
 
 Compiler = Callable[[torch.fx.GraphModule, list], Callable]
 
@@ -139,7 +140,7 @@ def _grad_clone(t: torch.Tensor) -> torch.Tensor:
 def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
     """Run ``fn`` once on fake, functional inputs and record mutations and ``requires_grad`` of every output."""
     requires_grad = [isinstance(a, torch.Tensor) and a.requires_grad for a in fake_args]
-    with enable_python_dispatcher(), FunctionalTensorMode():
+    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions():
         f_args = _wrap_inputs(fake_args, requires_grad)
         flat_outs, out_spec = pytree.tree_flatten(fn(*f_args))
         if any(isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)) for o in flat_outs):
@@ -251,7 +252,7 @@ def trace_forward(fn: Callable, meta: ViewAndMutationMeta, fake_args: list,
 
 
 def _make_fx(fn: Callable, decompositions: dict, *args: list) -> torch.fx.GraphModule:
-    with enable_python_dispatcher(), FunctionalTensorMode():
+    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions():  # [Note: one_hot's layout]
         gm = make_fx(fn, decomposition_table=decompositions)(*args)
     gm.graph._codegen = torch.fx.graph.CodeGen()  # flat placeholders (primals_1, ...), not make_fx's pytree lists
     gm.graph.eliminate_dead_code()

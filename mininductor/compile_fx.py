@@ -29,7 +29,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
-from .decomposition import select_decomp_table
+from .decomposition import EagerFunctions, select_decomp_table
 from .graph import GraphLowering
 from .runtime import CudaGraphRunner, is_static_input, load_module, unflattener
 from .scheduler import Scheduler
@@ -357,7 +357,7 @@ def trace_inference(gm, example_inputs):
 
     def trace(fn):
         fn = functionalize(fn, remove="mutations")
-        with torch.no_grad(), fx_traceback.preserve_node_meta():
+        with torch.no_grad(), fx_traceback.preserve_node_meta(), EagerFunctions():
             if fake_mode is None:
                 return make_fx(fn, decomposition_table=table, tracing_mode="fake",
                                _allow_non_fake_inputs=True)(*example_inputs)
@@ -386,7 +386,7 @@ def _record_original_output_strides(aten_gm: torch.fx.GraphModule, fn: Callable)
     if fake_mode is None:
         return
     try:
-        with fake_mode, torch.no_grad(), symbolic_dispatch(fake_mode):
+        with fake_mode, torch.no_grad(), symbolic_dispatch(fake_mode), EagerFunctions():
             args = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
                     if isinstance(v, torch.Tensor) else v for v in vals]
             outs = pytree.tree_leaves(functionalize(fn)(*args))

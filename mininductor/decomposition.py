@@ -49,6 +49,21 @@ def _table() -> dict:
         for name in packet.overloads():
             table.pop(getattr(packet, name), None)
     table[aten.slice_scatter.default] = slice_scatter
+    table[aten.index_add.default] = index_add
+    table[aten.index_copy.default] = index_copy
+    for packet, refuse in ((aten.var, _not_floating), (aten.std, _not_floating), (aten.std_mean, _not_floating),
+                           (aten._softmax, _not_floating), (aten._log_softmax, _not_floating),
+                           (aten.lerp, _lerp_eager_refuses),
+                           (aten.addcdiv, _integer_addcdiv), (aten.addcmul, _integer_addcmul_by_float)):
+        for name in packet.overloads():
+            op = getattr(packet, name)
+            if op in table:
+                table[op] = _falls_back_if(refuse, table[op])
+    for op in (aten.index_fill.int_Scalar, aten.index_fill.int_Tensor):
+        table[op] = _index_fill_wrapping(table[op])
+    for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
+                       (aten.special_xlog1py.default, xlog1py)):
+        table[op] = _rounding_each_step(decomp, table.get(op))
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
     return table
 
@@ -65,6 +80,120 @@ def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: flo
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
     return output.contiguous(), attn
+
+
+def _falls_back_if(refuse, upstream):
+    """Upstream's decomposition, except where ``refuse(*args)``: eager raises there (``var`` of an integer tensor,
+    ``addcdiv`` of integers: the op's own fake kernel raises as eager does, at compile time) or accepts what the
+    decomposition refuses (``addcmul(int, int, int, value=0.5)``).
+    Returning ``NotImplemented`` keeps the op in the graph, so it runs as a fallback and eager decides."""
+    def decomposition(*args, **kwargs):
+        return NotImplemented if refuse(*args, **kwargs) else upstream(*args, **kwargs)
+    return decomposition
+
+
+def _not_floating(x, *args, **kwargs) -> bool:
+    return not (x.is_floating_point() or x.is_complex())
+
+
+def _lerp_eager_refuses(start, end, *args, **kwargs) -> bool:
+    """Eager's lerp takes floating-point tensors of one dtype ('"lerp_kernel_scalar" not implemented for
+    'Long'', "expected dtype float for `end` but got dtype double")."""
+    return not start.is_floating_point() or start.dtype != end.dtype
+
+
+def _integer_addcdiv(x, t1, t2, *args, **kwargs) -> bool:
+    return not (t1.is_floating_point() or t2.is_floating_point())
+
+
+def _integer_addcmul_by_float(x, t1, t2, *, value=1) -> bool:
+    return isinstance(value, float) and not any(t.is_floating_point() for t in (x, t1, t2))
+
+
+def _rounding_each_step(decomp, upstream):
+    """[Note: fp16/bf16 composites on the CPU] eager's CPU kernels for ``mse_loss``, ``xlogy`` and ``xlog1py``
+    compute with ``Vectorized<Half>``/``<BFloat16>`` arithmetic, which rounds to the low-precision dtype after
+    every step (``a - b``, then its square; ``log(y)``, then ``x * log(y)``). Upstream's decompositions compute
+    everything in fp32 and round once: 1 ulp off on ~30% of elements. Ours write each step as an ATen op in the
+    input dtype, so every step rounds (``config.emulate_precision_casts``). Other devices (CUDA computes in fp32
+    and rounds once) keep upstream's."""
+    def decomposition(*args, **kwargs):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if tensors and all(t.dtype in (torch.float16, torch.bfloat16) and t.device.type == "cpu" and
+                           t.dtype == tensors[0].dtype for t in tensors):
+            return decomp(*args, **kwargs)
+        return upstream(*args, **kwargs)
+    return decomposition
+
+
+def mse_loss(input, target, reduction: int = 1):
+    loss = (input - target) * (input - target)
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def xlogy(x, y):
+    out = torch.where(x == 0, 0, x * torch.log(y))
+    return torch.where(torch.isnan(y), float("nan"), out)
+
+
+def xlog1py(x, y):
+    out = torch.where(x == 0, 0, x * torch.log1p(y))
+    return torch.where(torch.isnan(y), float("nan"), out)
+
+
+def _along(x, dim: int, index, source):
+    """``index_add``/``index_copy``'s arguments as ``scatter``'s: ``x`` at least 1-d, ``index`` broadcast over
+    ``source`` along ``dim``.  See index_add."""
+    from torch._prims_common import canonicalize_dim
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    dim = canonicalize_dim(x1.ndim, dim)
+    source = source.reshape([1] * x1.ndim) if source.ndim == 0 else source
+    shape = [-1 if d == dim else 1 for d in range(x1.ndim)]
+    return x1, dim, index.reshape(shape).expand(source.shape), source
+
+
+def _like(out, x):
+    """``out`` back in 0-d ``x``'s shape; as it is otherwise (a view node would hide the scatter from
+    reinplace.py)."""
+    return out.reshape(()) if x.ndim == 0 else out
+
+
+def index_add(x, dim: int, index, source, *, alpha=1):
+    """``x.index_add(dim, index, source)`` as ``x.scatter_add(dim, index broadcast over source, source)``.
+
+    Upstream's decomposition writes ``x[:, index] += source`` (``index_put``), whose index counts from the end
+    when negative: ``index_add(0, tensor([-1]), v)`` added into the last row where eager raises.  scatter's
+    index is checked without wrapping ([Note: out-of-range indices]), as eager checks index_add's."""
+    x1, dim, index, source = _along(x, dim, index, source)
+    if alpha == 1:
+        return _like(aten.scatter_add(x1, dim, index, source), x)
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
+    # [Note: index_add's alpha in fp16/bf16] eager's CPU kernel rounds alpha to x's dtype, then adds each
+    # slice with ``add_(source slice, alpha)``: its vectorised loop computes x + alpha * source in fp32 and rounds
+    # once; a slice along the last dim is strided, and the scalar loop rounds ``alpha * source`` first. (The
+    # scalar tail of a slice shorter than, or not a multiple of, one vector rounds the product too: not matched.)
+    alpha = torch.scalar_tensor(alpha, dtype=x.dtype, device=x.device)
+    if dim != x1.ndim - 1:
+        return aten.scatter_add(x1.float(), dim, index, source.float() * alpha.float()).to(x.dtype)
+    return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
+
+
+def _index_fill_wrapping(upstream):
+    """``index_fill`` counts a negative index from the end in eager (``index_copy`` and ``index_add`` refuse
+    one); upstream's decomposition goes through ``index_copy``, which now raises on it, so wrap it first. An
+    index below ``-size`` stays negative and still raises."""
+    def index_fill(x, dim: int, index, value):
+        size = x.shape[dim] if x.ndim else 1
+        return upstream(x, dim, torch.where(index < 0, index + size, index), value)
+    return index_fill
+
+
+def index_copy(x, dim: int, index, source):
+    """``x.index_copy(dim, index, source)`` as ``x.scatter(dim, index broadcast over source, source)``: a
+    negative index raises, as in eager (see index_add)."""
+    x1, dim, index, source = _along(x, dim, index, source)
+    return _like(aten.scatter(x1, dim, index, source), x)
 
 
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
@@ -97,6 +226,58 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
         mask = torch.logical_and(mask, (idx - start) % step == 0)
     mask = mask.view([-1 if d == dim else 1 for d in range(input.dim())])
     return aten.where(mask, aten._unsafe_masked_index(src, mask, indices, 0), input)
+
+
+class EagerFunctions(torch.overrides.TorchFunctionMode):
+    """Torch functions whose traced form (fake tensors, references) differs from what eager does; entered
+    around every trace.
+
+    [Note: one_hot's layout] ``F.one_hot`` is a CompositeImplicit op with two bodies: on real tensors
+    ``zeros(...).scatter_(-1, x.unsqueeze(-1), 1)``, row-major; on fake, meta or functional tensors (whatever we
+    trace with) ``eq(x.unsqueeze(-1), arange(n)).long()``, which keeps ``x``'s layout -- a permuted ``x`` gave
+    strides (6, 24, 1) where eager's are (18, 6, 1). It decomposes in C++, above the dispatcher, so no
+    decomposition table sees it: its result is made contiguous here.
+
+    Shifts of a bool tensor: eager converts it to the result type (``mask << 1`` is int64, ``x16 >> mask`` is
+    int16); the fake kernel refuses any bool operand, so the compile raised where eager runs. Converted here."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in _SHIFTS and len(args) == 2:
+            args = _shift_operands(*args)
+        out = func(*args, **(kwargs or {}))
+        if func is torch.nn.functional.one_hot:
+            out = out.contiguous()
+        elif func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
+                all(isinstance(a, torch.Tensor) for a in args[:2]):
+            out = _tensor_iterator_layout(out, args[:2])
+        return out
+
+
+_SHIFTS = {torch.Tensor.__lshift__, torch.Tensor.__rshift__, torch.Tensor.__rlshift__, torch.Tensor.__rrshift__,
+           torch.bitwise_left_shift, torch.bitwise_right_shift, torch.Tensor.bitwise_left_shift,
+           torch.Tensor.bitwise_right_shift}
+
+
+def _shift_operands(a, b) -> tuple:
+    dtype = torch.result_type(a, b)
+    if dtype == torch.bool:  # eager refuses a bool result: leave it to the op
+        return a, b
+    return tuple(v.to(dtype) if isinstance(v, torch.Tensor) and v.dtype == torch.bool else v for v in (a, b))
+
+
+# Binary ops whose fake (meta) kernel is a reference written as ``where(signbit(b), ...)`` or ``where(isnan(b),
+# ...)``: its result took ``b``'s layout. Eager's TensorIterator gives ``a``'s (a transposed ``a`` and a
+# broadcast ``b``: strides (1, 4) in eager, (3, 1) traced).
+_WHERE_REFS = {torch.copysign, torch.Tensor.copysign, torch.xlogy, torch.Tensor.xlogy, torch.special.xlog1py}
+
+
+def _tensor_iterator_layout(out, inputs):
+    """``out`` copied into the strides eager's TensorIterator gives a pointwise op over ``inputs``."""
+    from torch._prims_common import compute_elementwise_output_strides
+    strides = compute_elementwise_output_strides(*[t.expand(out.shape) for t in inputs])
+    if tuple(strides) == tuple(out.stride()):
+        return out
+    return torch.empty_strided(out.shape, strides, dtype=out.dtype, device=out.device).copy_(out)
 
 
 def select_decomp_table() -> dict:

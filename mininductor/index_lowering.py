@@ -18,6 +18,16 @@ from .virtualized import V, ops
 
 aten = torch.ops.aten
 
+# tl.atomic_add's dtypes: an accumulating scatter of int8/uint8/int16/bool/bf16 values falls back (the
+# interpreter raised "atomic_add does not support int8" at launch; upstream's
+# needs_fallback_due_to_atomic_add_limitations is the same idea).
+ATOMIC_ADD_DTYPES = (torch.float16, torch.float32, torch.float64, torch.int32, torch.int64)
+
+
+def _check_atomic_add(dtype: torch.dtype) -> None:
+    if dtype not in ATOMIC_ADD_DTYPES:
+        raise NotImplementedError(f"atomic_add of {dtype}")
+
 
 def _indirect(loader, index, size, wrap_neg: bool = False):
     """An index read from a tensor.  ``wrap_neg``: a negative one counts from the end, as ``x[i]`` and
@@ -82,6 +92,8 @@ def index(x, indices, wrap_neg: bool = True):
 def index_put(x, indices, values, accumulate=False):
     """``x[indices] = values`` (or ``+=`` with ``accumulate``, what ``index_add_`` becomes): a copy of ``x``,
     then a ``Scatter`` kernel over the values that stores (atomically adds) through indirect indices."""
+    if accumulate:
+        _check_atomic_add(x.get_dtype())
     out_size, source_index, index_tensors = advanced_index(x, indices)
     dtype = x.get_dtype()
     target_buf = _scatter_target(x)
@@ -102,6 +114,8 @@ def scatter(x, dim, index, src):
     """``out = x.clone(); out[..., index[i], ...] (+)= src[i]`` along ``dim``: a copy, then a ``Scatter`` kernel
     over ``index``'s elements (``scatter_add`` adds atomically; plain ``scatter`` stores)."""
     accumulate = V.graph.current_node.target is aten.scatter_add.default
+    if accumulate:
+        _check_atomic_add(x.get_dtype())
     dim = dim % max(len(x.get_size()), 1)
     dtype, bound = x.get_dtype(), x.get_size()[dim]
     target_buf = _scatter_target(x)

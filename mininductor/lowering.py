@@ -171,6 +171,7 @@ def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
     def lowering(*args, **kwargs):
         if kwargs:  # an overload with options we do not model (round(decimals=2)...): fall back
             raise NotImplementedError(f"{op_name} with {sorted(kwargs)}")
+        _refuse_what_eager_refuses(op_name, args)
         out, compute = _dtype_for(args, kind)
         return pointwise(args, getattr(ops, op_name) if isinstance(op_name, str) else op_name, out, compute)
     return lowering
@@ -182,6 +183,28 @@ _UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
 _BINARY = ["maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
            "remainder", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift"]
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
+_INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                 "bitwise_right_shift"}
+# Dtypes eager's kernels do not implement ('"hypot_cpu" not implemented for 'Short''), though the trace accepts
+# them: a lowering would compute a value (or fail to compile a kernel), so the op falls back and eager raises.
+_FLOAT_ONLY = {"hypot"}
+_NO_BOOL = {"remainder", "fmod", "floor", "ceil", "trunc", "round", "hypot"}
+
+
+def _refuse_what_eager_refuses(op_name: str, args) -> None:
+    dtypes = [a.get_dtype() for a in args if isinstance(a, ir.IRNode)]
+    if op_name in _INTEGER_ONLY and any(d.is_floating_point for d in dtypes):
+        # '"bitwise_and_cpu" not implemented for 'Float'': the kernel failed to compile
+        refused = "a floating-point"
+    elif op_name in _FLOAT_ONLY and not any(d.is_floating_point for d in dtypes):
+        refused = "an integer"
+    elif op_name in _NO_BOOL and torch.bool in dtypes:
+        refused = "a bool"
+    else:
+        return
+    raise NotImplementedError(f"{op_name} of {refused} tensor (eager raises)")
+
+
 _LOGICAL = ["logical_and", "logical_or", "logical_xor", "logical_not"]
 
 for _name in _UNARY + _BINARY:
@@ -193,12 +216,20 @@ register_lowering(aten.__lshift__)(make_pointwise_lowering("bitwise_left_shift")
 register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"))
 
 
+@register_lowering(aten.abs)
+def abs_(x):
+    if x.get_dtype() == torch.bool:  # eager: '"abs_cpu" not implemented for 'Bool''; the fallback raises it
+        raise NotImplementedError("abs of a bool tensor (eager raises)")
+    return make_pointwise_lowering("abs")(x)
+
+
 def _rounding(name: str) -> Callable:
     float_lowering = make_pointwise_lowering(name)
 
     def lowering(x, *args, decimals=0):
         if args or decimals:
             raise NotImplementedError(f"{name} to {decimals or args} decimals")
+        _refuse_what_eager_refuses(name, [x])
         if not x.get_dtype().is_floating_point:  # an integer is already whole (tl.floor takes floats only)
             return pointwise([x], lambda v: v, x.get_dtype())
         return float_lowering(x, *args)
@@ -254,8 +285,17 @@ def mul(a, b):
     return pointwise([a, b], ops.mul, out, compute)
 
 
+def _refuse_bool_sub(*args) -> None:
+    """Eager refuses ``x - True`` and ``x - mask`` ("Subtraction ... with a bool tensor is not supported"), but
+    only in its CPU/CUDA kernel: the trace accepts them. The fallback raises eager's error."""
+    if any(isinstance(a, bool) or (isinstance(a, ir.IRNode) and a.get_dtype() == torch.bool) for a in args):
+        raise NotImplementedError("sub with a bool operand (eager raises)")
+
+
 def _add_sub(name: str) -> Callable:
     def lowering(a, b, alpha=1):
+        if name == "sub":
+            _refuse_bool_sub(a, b)
         out, compute = _dtype_for((a, b), "default")
         if name == "add" and out == torch.bool:
             # eager's True + True is True; Triton's int1 add wraps to False (Inductor lowers it as logical_or too)
@@ -284,6 +324,7 @@ register_lowering(aten.sub, prims.sub)(_add_sub("sub"))
 
 @register_lowering(aten.rsub)
 def rsub(a, b, alpha=1):
+    _refuse_bool_sub(a, b)
     out, compute = _dtype_for((a, b), "default")
     return _axpy(b, a, alpha, ops.sub, out, compute, "sub")
 
@@ -300,6 +341,14 @@ def div(a, b, rounding_mode=None):
         return pointwise([a, b], ops.truediv, out, compute)
     if rounding_mode == "floor":
         return floor_divide(a, b)
+    if _low_precision(out) and not isinstance(a, ir.IRNode):  # a scalar dividend is converted to the tensor's type
+        a = _rounded_scalar(a, out)
+    elif _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
+        return pointwise([a, b], ops.truncdiv, out, torch.float32)
+    if _low_precision(out) and device_of([a, b]).type == "cpu":
+        # the CPU's vectorised kernel rounds ``a / b`` to fp16/bf16 before truncating it: 2.9998 (fp32) is 3.0
+        # in fp16, whose trunc is 3, not 2 ([Note: floor division rounds where ATen's kernel does])
+        return pointwise([a, b], lambda x, y: ops.trunc(ops.to_dtype(ops.truediv(x, y), out)), out, compute)
     return pointwise([a, b], ops.truncdiv, out, compute)
 
 

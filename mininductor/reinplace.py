@@ -4,7 +4,8 @@ What goes in: an ATen graph after functionalization, and which of its outputs ar
 What comes out: ``reinplaceable_scatters(gm)`` -- the scatter nodes (``index_put``, ``scatter``, ``scatter_add``)
 that may store into their input's own memory, each with that input's position.
 
-Why: functionalization turns ``outputs.index_add_(0, idx, v)`` into ``new = index_put(outputs, idx, v, True)``
+Why: functionalization turns ``outputs.index_add_(0, idx, v)`` into ``new = scatter_add(outputs, 0, idx, v)``
+(decomposition.index_add; ``idx`` broadcast over ``v``)
 and a write-back of ``new`` into ``outputs``. Lowered as written that is three passes over ``outputs``: a copy
 kernel (the functional op's fresh buffer), the scatter, and the write-back (a ``copy_``). When nothing reads the
 old value of ``outputs`` after the scatter -- the input's only other use is that write-back -- the scatter can

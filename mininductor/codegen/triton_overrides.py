@@ -231,6 +231,11 @@ class TritonOverrides:
         if not self.interpret:  # [Note: libdevice on the GPU]
             return self._libdevice("tanh", x)
         dtype = self._float(x)
+        if dtype == torch.float32:
+            # in fp32, ``t + 2`` near 1 costs an ulp: tanh(6) was 0.99998766, eager's (correctly rounded)
+            # 0.99998772, and tanh(9) 1.0, not 0.99999994 -- which ``floor`` turns into 1 vs 0. fp64 rounds right.
+            wide = self._emit(f"{x}.to(tl.float64)", torch.float64)
+            return self._emit(f"{self.tanh(wide)}.to(tl.float32)", torch.float32)
         t = self.expm1(self._emit(f"-2.0 * tl.abs({x})", dtype))
         return self._odd(x, self._emit(f"-{t} / ({t} + 2.0)", dtype), dtype)
 
