@@ -30,6 +30,7 @@ PROGRAMS = {
     "embedding": lambda x, i: F.embedding(i, x[:, :W]),
     "index_select": lambda x, i: x.index_select(0, i),
     "index_put": lambda x, i: x.clone().index_put_((i,), torch.ones(8, device=x.device)),
+    "index_add": lambda x, i: x.clone().index_add_(0, i, torch.ones(2, 8, device=x.device)),
     "scatter": lambda x, i: x.clone().scatter_(0, i.view(-1, 1).expand(-1, 8), 1.0),
 }
 
