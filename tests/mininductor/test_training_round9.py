@@ -236,7 +236,7 @@ def test_graph_that_ends_inside_no_grad_leaves_grad_mode_off_on_every_call(backe
 
 def _no_grad_then_work(x, w):
     with torch.no_grad():
-        print("", end="")  # a graph break inside the block
+        print(end="")  # a graph break inside the block
         y = x @ w
     return y, (x @ w).sum()
 
