@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn.modules.batchnorm import _BatchNorm
 
 from . import config
 from .backends import lookup_backend
@@ -283,6 +284,9 @@ class OptimizedModule(torch.nn.Module):
         self._ctx = ctx
         self._compiled_forward = ctx.wrap(type(mod).forward)
         self._compiled_call = ctx.wrap(_call_module)
+        # a BatchNorm's forward is replaced while tracing ([Note: BatchNorm's cumulative moving average]): that
+        # happens where the module is *called*, so compile the frame that calls it
+        self._call_always = type(mod).forward is _BatchNorm.forward
 
     def __call__(self, *args, **kwargs):
         # Not nn.Module's __call__: hooks (the module's own and global ones) belong to the wrapped module and run
@@ -292,7 +296,7 @@ class OptimizedModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]  # not self._orig_mod: nn.Module.__getattr__ costs ~1 us per call
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
-                any_global_module_hooks():
+                any_global_module_hooks() or self._call_always:
             # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a
             # frame that *calls* the module, so the translator inlines its hooks around ``forward``.
             return self._compiled_call(mod, *args, **kwargs)

@@ -8,6 +8,7 @@ return value.  Mirrors ``torch/_dynamo/output_graph.py``.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import operator
@@ -35,6 +36,44 @@ from .variables.tensor import TensorVariable
 RANDOM_OPS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "dropout",
               "normal", "multinomial", "randperm", "uniform", "exponential", "poisson", "feature_dropout",
               "alpha_dropout"}
+
+
+# [Note: a graph that leaves grad mode changed]
+# A graph that breaks inside ``with torch.no_grad():`` ends with grad mode off: the rest of the block (the call that
+# broke the graph, the resume function) runs natively after it and must see grad mode off.  The graph records the
+# switch as a ``_set_grad_enabled(False)`` node, and a backend that runs ``gm`` as it is does the switch; one that
+# compiles it to ATen (AOTAutograd, mininductor) only uses the mode while tracing.  So the mode the graph leaves is
+# set after the compiled graph runs, whatever the backend (upstream re-enters the context manager in the bytecode
+# it generates after the graph), and a compile never changes the caller's mode.
+def final_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
+    """The grad mode ``gm`` leaves behind: its last ``_set_grad_enabled`` node's, or None if it has none."""
+    switches = gm.graph.find_nodes(op="call_function", target=torch._C._set_grad_enabled)
+    return switches[-1].args[0] if switches else None
+
+
+class LeavesGradMode:
+    """A compiled graph that sets grad mode to ``enabled`` once it returns ([Note: a graph that leaves grad mode
+    changed])."""
+
+    def __init__(self, compiled, enabled: bool):
+        self.compiled, self.enabled = compiled, enabled
+
+    def __call__(self, *args):
+        out = self.compiled(*args)
+        torch._C._set_grad_enabled(self.enabled)
+        return out
+
+    def __getattr__(self, name: str):  # ``aot_graphs``, ``source``... of the compiled graph
+        return getattr(self.__dict__["compiled"], name)
+
+
+@contextlib.contextmanager
+def restored_grad_mode():
+    prior = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(prior)
 
 
 def is_impure(node: torch.fx.Node) -> bool:
@@ -266,7 +305,10 @@ class OutputGraph:
         example_inputs = [value for _, value, _ in self.graph_inputs]
         name = f"__compiled_fn_{unique_id('g').split('_')[-1]}"
         t0 = time.perf_counter()
-        compiled = self.compiler_fn(gm, example_inputs)
+        with restored_grad_mode():  # a compiler that traces gm runs its _set_grad_enabled calls too
+            compiled = self.compiler_fn(gm, example_inputs)
+        if (final := final_grad_mode(gm)) is not None:
+            compiled = LeavesGradMode(compiled, final)
         self.compile_time = time.perf_counter() - t0
         self.gm = gm
         if self.count_calls():

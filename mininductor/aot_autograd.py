@@ -35,15 +35,18 @@ Dynamic shapes: ``aot_module(..., dynamic=True)`` traces on Dynamo's own fake in
 ([Note: dynamic shapes in AOTAutograd]).
 
 Left out (compared with upstream): tensor subclasses, double backward, RNG functionalization,
-aliasing between outputs and inputs in training graphs (outputs are returned as computed, never re-made as views;
-inference graphs re-make them in compile_fx: [Note: outputs that alias inputs]), metadata mutations
-of inputs (``t_()``, ``resize_``) which raise. Mirrors ``torch/_functorch/aot_autograd.py`` and
+outputs that are overlapping views (``expand``) or overlapping views of one buffer in training graphs (they stay
+views made by the Function, which refuse in-place ops: [Note: outputs that are views]; inference graphs re-make
+views of inputs in compile_fx: [Note: outputs that alias inputs]), metadata mutations of inputs (``t_()``,
+``resize_``) which raise. Mirrors ``torch/_functorch/aot_autograd.py`` and
 ``torch/_functorch/_aot_autograd/`` (collect_metadata_analysis, graph_capture_wrappers, runtime_wrappers).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import itertools
 import os
 import warnings
 from collections.abc import Callable
@@ -87,6 +90,9 @@ class ViewAndMutationMeta:
     mutation_requires_grad: list[bool]  # one per mutated input: does its new value require grad?
     out_spec: pytree.TreeSpec
     fw_output_vals: list[torch.Tensor]  # fake values of the forward's outputs (shapes/dtypes of the tangents)
+    # tensor outputs that are views made under no_grad of a tensor that requires grad: eager gives them
+    # ``requires_grad=True`` and no ``grad_fn`` (they get no gradient); [Note: outputs that are views]
+    no_grad_views: list[int] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         from .runtime import unflattener
@@ -152,10 +158,13 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
                 torch._sync(a)
         mutated = [i for i, a in enumerate(f_args) if _has_data_mutation(a, i)]
         outputs = [ViewAndMutationMeta.TENSOR if isinstance(o, torch.Tensor) else o for o in flat_outs]
-        out_rg = [o.requires_grad for o in flat_outs if isinstance(o, torch.Tensor)]
+        tensors = [o for o in flat_outs if isinstance(o, torch.Tensor)]
+        no_grad_views = [k for k, o in enumerate(tensors) if o.requires_grad and o.grad_fn is None and o._is_view()]
+        out_rg = [o.requires_grad and k not in no_grad_views for k, o in enumerate(tensors)]
         mut_rg = [f_args[i].requires_grad for i in mutated]
-        vals = [from_fun(o) for o in flat_outs if isinstance(o, torch.Tensor)] + [from_fun(f_args[i]) for i in mutated]
-    return ViewAndMutationMeta(len(fake_args), mutated, requires_grad, outputs, out_rg, mut_rg, out_spec, vals)
+        vals = [from_fun(o) for o in tensors] + [from_fun(f_args[i]) for i in mutated]
+    return ViewAndMutationMeta(len(fake_args), mutated, requires_grad, outputs, out_rg, mut_rg, out_spec, vals,
+                               no_grad_views)
 
 
 def _has_data_mutation(a: Any, index: int) -> bool:
@@ -423,6 +432,106 @@ def _refuse_double_backward(grads: tuple) -> tuple:
     return tuple(None if g is None else next(wrapped) for g in grads)
 
 
+# [Note: outputs that are views]
+# An output of an ``autograd.Function`` that is a view (of an intermediate buffer, of an input, of another output)
+# is marked as "created in a custom Function", and autograd refuses any in-place op on it -- but in eager,
+# ``y = f(x)`` returning ``(x * 2).view(-1)`` may be changed with ``y.add_(1)`` (autograd rebases its history).
+# As upstream's runtime wrappers (``gen_alias_from_base``), such an output is re-made *outside* the Function, as a
+# view (``as_strided``: same size, strides and storage offset) of a tensor autograd knows as an ordinary one:
+#   * the input it aliases (its gradient then flows to the input directly, as in eager; a view of a leaf that
+#     requires grad refuses in-place ops with eager's own error);
+#   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
+#   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
+#     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
+#     (not an ``expand``; ``a[0], a[1]`` but not ``a[0], a.t()``): then reading the base's gradient at a view's
+#     positions gives each element its own gradient, where overlapping views would each get the other's too.
+#     Other views stay as they are: an in-place op on them raises, never a wrong gradient.
+# The view outputs of the Function itself are dropped: their gradients arrive as zeros.
+def _storage_key(t: torch.Tensor) -> int:
+    """Which storage ``t`` is a view of (its ``StorageImpl``; ``data_ptr`` is 0 for every empty tensor)."""
+    return t.untyped_storage()._cdata
+
+
+def _no_overlap(t: torch.Tensor) -> bool:
+    """No two elements of ``t`` share memory: with its dims in order of stride, each stride passes the reach of
+    the smaller ones.  (Sufficient, not necessary; ``torch._debug_has_internal_overlap`` gives up on most views.)"""
+    reach = 0
+    for size, stride in sorted(((sz, st) for sz, st in zip(t.size(), t.stride()) if sz > 1), key=lambda d: d[1]):
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True
+
+
+def _disjoint_views(views: list[torch.Tensor]) -> bool:
+    """Views of one contiguous base that share no element, within or between them (sufficient: the memory spans
+    of different views do not meet)."""
+    if not all(v._base is views[0]._base and v._base.is_contiguous() and _no_overlap(v) for v in views):
+        return False
+    spans = sorted((v.storage_offset(), v.storage_offset() + sum(st * (sz - 1) for sz, st in zip(v.size(), v.stride())))
+                   for v in views if v.numel())
+    return all(end < start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+@dataclasses.dataclass
+class OutputAliasPlan:
+    """For one call: which user outputs are re-made as views, and of what (see [Note: outputs that are views])."""
+
+    # user output index -> ("input", i) | ("output", j) | ("base", index into ``bases``), with the view's geometry
+    views: dict[int, tuple[str, int, tuple]]
+    bases: list[torch.Tensor]  # base buffers returned as extra outputs of the Function
+
+    @staticmethod
+    def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
+        plan = OutputAliasPlan({}, [])
+        inputs = {_storage_key(a): i for i, a in enumerate(args)
+                  if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs}
+        plain = {_storage_key(o): j for j, (o, rg) in enumerate(zip(outs, requires_grad))
+                 if rg and not o._is_view()}
+        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]
+        by_storage = collections.defaultdict(list)
+        for k in views:
+            by_storage[_storage_key(outs[k])].append(outs[k])
+        disjoint = {ptr for ptr, group in by_storage.items() if _disjoint_views(group)}
+        base_index: dict[int, int] = {}
+        any_input = {_storage_key(a): i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+        for k in meta.no_grad_views:  # re-made under no_grad, as eager made them
+            if (ptr := _storage_key(outs[k])) in any_input:
+                o = outs[k]
+                plan.views[k] = ("input", any_input[ptr], (tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+        for k in views:
+            o = outs[k]
+            geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset())
+            ptr = _storage_key(o)
+            if ptr in inputs:
+                plan.views[k] = ("input", inputs[ptr], geometry)
+            elif ptr in plain:
+                plan.views[k] = ("output", plain[ptr], geometry)
+            elif ptr in disjoint:
+                if ptr not in base_index:
+                    base_index[ptr] = len(plan.bases)
+                    plan.bases.append(o._base)
+                plan.views[k] = ("base", base_index[ptr], geometry)
+        return plan
+
+    def regenerate(self, args: tuple, outs: list, bases: tuple) -> list:
+        """The user outputs, with the planned ones re-made as ordinary autograd views."""
+        for k, (kind, index, (size, stride, offset)) in self.views.items():
+            source = {"input": args, "output": outs, "base": bases}[kind][index]
+            with torch.set_grad_enabled(outs[k].requires_grad):
+                outs[k] = source.as_strided(size, stride, offset)
+        return outs
+
+    def tangents_of_views(self, grad_outs: list, base_grads: tuple) -> list:
+        """A view re-made from a base buffer gets its gradient through that base: read it back at its positions."""
+        for k, (kind, index, (size, stride, offset)) in self.views.items():
+            if kind == "base":
+                base = self.bases[index]
+                grad = base_grads[index].contiguous()
+                grad_outs[k] = grad.as_strided(size, stride, offset - base.storage_offset())
+        return grad_outs
+
+
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
                           num_grads: list[bool]) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
@@ -432,6 +541,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
     n_fw = meta.num_fw_outputs
     fw_rg = meta.fw_output_requires_grad
 
+    plans: list[OutputAliasPlan] = []  # forward -> runtime: how to re-make this call's aliased outputs
+
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *args):
@@ -439,11 +550,14 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
             ctx.save_for_backward(*_unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs]))
             ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
-            return tuple(fw_outs)
+            ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta)
+            plans.append(plan)
+            return (*fw_outs, *plan.bases)
 
         @staticmethod
         def backward(ctx, *grad_outs):
             with torch.no_grad():
+                grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
                 tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
                 grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
@@ -459,8 +573,9 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         with torch.enable_grad():
             outs = CompiledFunction.apply(*args)
         n = meta.num_tensor_outputs
-        _apply_mutations(args, meta, list(outs[n:]))
-        return _user_outputs(meta, list(outs[:n]))
+        user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
+        _apply_mutations(args, meta, list(outs[n:n_fw]))
+        return _user_outputs(meta, user_outs)
 
     return runtime
 

@@ -133,7 +133,10 @@ class NNModuleVariable(VariableTracker):
 
     def _call_forward(self, tx, args, kwargs):
         forward = type(self.module).forward
+        from .. import polyfills
         from .functions import UserMethodVariable
+        if polyfills.uses_cumulative_average(self.module):  # [Note: BatchNorm's cumulative moving average]
+            return UserMethodVariable(polyfills.batch_norm_cumulative_average, self).call_function(tx, args, kwargs)
         src = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
         return UserMethodVariable(forward, self, source=src).call_function(tx, args, kwargs)
 

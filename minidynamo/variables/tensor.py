@@ -131,6 +131,11 @@ class TensorVariable(VariableTracker):
         if name in ("type",) and not args and not kwargs:
             return ConstantVariable(self.example_value.type())
         if name == "__getitem__":
+            if len(args) == 1 and is_sym_int(args[0]):
+                # [Note: a symbolic int index]  ``x[x.shape[0] - 1]``: Tensor.__getitem__ turns a SymInt index into
+                # a plain int (a guard ``s0 - 1 == 2``: one recompile per size); ``select`` keeps it symbolic and
+                # only guards that it is in range.  Same result, same view, same IndexError when out of range.
+                return call_graph_op(tx, "call_function", torch.select, [self, ConstantVariable(0), *args], {})
             return call_graph_op(tx, "call_function", operator.getitem, [self, *args], {})
         if name == "__setitem__":
             call_graph_op(tx, "call_function", operator.setitem, [self, *args], {})
@@ -167,6 +172,11 @@ def is_inplace_method(name: str) -> bool:
 # --------------------------------------------------------------------------------------------------------------
 # Putting an operation in the graph.
 # --------------------------------------------------------------------------------------------------------------
+def is_sym_int(vt: VariableTracker) -> bool:
+    from .sym_node import SymNodeVariable  # sym_node imports this module
+    return isinstance(vt, SymNodeVariable) and vt.python_type() is int
+
+
 def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> VariableTracker:
     """Add one FX node and run it on fake tensors; wrap what it returns (``wrap_fx_proxy`` upstream)."""
     proxy_args, proxy_kwargs = [a.as_proxy() for a in args], {k: v.as_proxy() for k, v in kwargs.items()}
