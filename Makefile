@@ -44,7 +44,7 @@ test: setup
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 lint: setup
-	$(PY) -m ruff check minidynamo mininductor tests
+	$(PY) -m ruff check minidynamo mininductor tests bench notebooks/build.py notebooks/cells
 
 clean:
 	rm -rf $(VENV) out .minicompile_cache

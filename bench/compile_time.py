@@ -85,7 +85,7 @@ def run_child(kind: str, compiler: str, args) -> dict:
         env["MINICOMPILE_CACHE_DIR"] = os.path.join(scratch, "minicompile")
         env["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton")
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "inductor")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, cwd=ROOT)
     for line in proc.stdout.splitlines():
         if line.startswith("ROW "):
             return json.loads(line[4:])

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import minidynamo  # noqa: E402
-import mininductor  # noqa: E402
+import minidynamo
+import mininductor
 
 SIZES = [2, 3, 8, 16, 17, 1000, 4096, 5, 33]
 

@@ -26,9 +26,9 @@ from mininductor import runtime
 
 # the code-generation choices compared (each a mininductor.config.patch); the last two loop over rows longer than
 # 1024, with a Welford variance (the row read twice by a norm) and with the two-pass one (three times)
-VARIANTS = [dict(eviction_policies=False), dict(eviction_policies=True),
-            dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=True),
-            dict(eviction_policies=True, persistent_reduction_max=1024, welford_looped=False)]
+VARIANTS = [{"eviction_policies": False}, {"eviction_policies": True},
+            {"eviction_policies": True, "persistent_reduction_max": 1024, "welford_looped": True},
+            {"eviction_policies": True, "persistent_reduction_max": 1024, "welford_looped": False}]
 
 
 STAGES = [None]  # software-pipelining stages of looped kernels tried (None: Triton's default); --stages widens it

@@ -9,8 +9,8 @@ per call of eager, torch.compile and minicompile, then a cProfile of minicompile
 from __future__ import annotations
 
 import argparse
-import cProfile
 import copy
+import cProfile
 import os
 import pstats
 import sys
@@ -20,8 +20,8 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import minidynamo  # noqa: E402
-from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input  # noqa: E402
+import minidynamo
+from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input
 
 
 def wall_us(fn, calls: int) -> float:
@@ -48,7 +48,7 @@ def main() -> None:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, model in models.items():
-            print(f"{name:>14}: {wall_us(lambda: model(x), args.calls):8.1f} us per call (wall, back to back)")
+            print(f"{name:>14}: {wall_us(lambda model=model: model(x), args.calls):8.1f} us per call (wall, back to back)")
         compiled = models["minicompile"]
         profiler = cProfile.Profile()
         profiler.enable()

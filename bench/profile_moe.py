@@ -19,9 +19,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import minidynamo  # noqa: E402
-import mininductor  # noqa: E402
-from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input  # noqa: E402
+import minidynamo
+import mininductor
+from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input
 
 
 def main() -> None:
