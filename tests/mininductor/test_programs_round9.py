@@ -49,10 +49,14 @@ def test_index_add_and_index_copy_refuse_negative_indices(index):
 def test_index_add_and_index_copy_values():
     """Every dim, a 0-d input and index, an empty index; the in-place form still scatters into its input."""
     x, i = torch.randn(4, 5, 3), torch.tensor([2, 0, 2])
-    check(lambda x, i: (x.index_add(1, i, torch.ones(4, 3, 3)), x.index_add(-1, i, torch.ones(4, 5, 3), alpha=2.5),
-                        x.index_copy(0, torch.tensor([2, 0]), torch.ones(2, 5, 3))), x, i, fallbacks=0)
-    check(lambda x: x.index_add(0, torch.tensor(0), torch.tensor(2.)), torch.tensor(1.), fallbacks=0)
-    check(lambda x: x.index_add(0, torch.tensor([], dtype=torch.long), torch.ones(0, 2)), torch.randn(3, 2))
+    ones = lambda *size, like: torch.ones(*size, device=like.device)  # on the input's device
+    check(lambda x, i: (x.index_add(1, i, ones(4, 3, 3, like=x)), x.index_add(-1, i, ones(4, 5, 3, like=x), alpha=2.5),
+                        x.index_copy(0, torch.tensor([2, 0], device=x.device), ones(2, 5, 3, like=x))), x, i,
+          fallbacks=0)
+    check(lambda x: x.index_add(0, torch.tensor(0, device=x.device), torch.tensor(2., device=x.device)),
+          torch.tensor(1.), fallbacks=0)
+    check(lambda x: x.index_add(0, torch.tensor([], dtype=torch.long, device=x.device), ones(0, 2, like=x)),
+          torch.randn(3, 2))
 
     def inplace(x, i, v):
         x.index_add_(0, i, v)
@@ -83,10 +87,11 @@ def test_accumulating_scatters_of_small_dtypes_fall_back():
     support int8"). Such scatters fall back, counted."""
     for dtype in (torch.int8, torch.uint8, torch.int16, torch.bfloat16):
         x = torch.ones(3, 2, dtype=dtype)
-        check(lambda x: (x.index_put((torch.tensor([1, 1]),), torch.ones(2, 2, dtype=x.dtype), accumulate=True),
-                         x.scatter_add(0, torch.tensor([[1, 1]]), torch.ones(1, 2, dtype=x.dtype)),
-                         x.index_add(0, torch.tensor([1, 1]), torch.ones(2, 2, dtype=x.dtype), alpha=3)), x,
-              fallbacks=2 if dtype == torch.bfloat16 else 3)  # bf16 index_add(alpha) along dim 0 is fp32
+        def scatters(x):
+            index, ones = torch.tensor([1, 1], device=x.device), torch.ones(2, 2, dtype=x.dtype, device=x.device)
+            return (x.index_put((index,), ones, accumulate=True), x.scatter_add(0, index[None], ones[:1]),
+                    x.index_add(0, index, ones, alpha=3))
+        check(scatters, x, fallbacks=2 if dtype == torch.bfloat16 else 3)  # bf16 index_add(alpha) along dim 0 is fp32
 
 
 # ----------------------------------------------------------------------------------------- layouts
@@ -158,6 +163,7 @@ def test_tanh_is_correctly_rounded():
 
 
 # ----------------------------------------------------------------------------------------- eager refuses
+@cpu_only  # eager's CUDA kernels accept some of these (abs of a bool); where they refuse, the fallback raises too
 def test_what_eager_refuses_falls_back_and_raises():
     """The trace accepts these; eager's kernels refuse them. We computed a value (``x - True``, ``abs`` of a
     bool, ``var`` of an int tensor, ``addcdiv`` of ints) or failed to compile a kernel (``bitwise_and`` of
