@@ -275,3 +275,26 @@ def test_reduce_of_an_empty_sequence_raises_type_error():
             return x * 2, str(e)
 
     _check(fn, X)
+
+
+def test_a_dataclass_made_in_the_frame_is_no_internal_error():
+    """``@dataclasses.dataclass`` inside the compiled function reached a dict input that holds itself (a module's
+    ``__dict__`` kept as a global constant); wrapping it item by item recursed until ``RecursionError``, an
+    internal error.  Now that input is refused with its reason."""
+    import dataclasses
+
+    def fn(x):
+        @dataclasses.dataclass
+        class D:
+            a: int
+            b: int = 0
+
+            def __post_init__(self):
+                self.b = self.a * 2
+        return x * D(3).b
+
+    expected = fn(X)
+    got = minidynamo.minicompile(fn, backend="eager")(X)
+    assert torch.equal(got, expected)
+    assert "internal error" not in _fallback_reasons()
+    assert any("contains itself" in r for r in minidynamo.counters["graph_break"])
