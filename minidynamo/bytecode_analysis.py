@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import inspect
 import types
 
 READS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "DELETE_FAST", "LOAD_FAST_LOAD_FAST"}
@@ -113,3 +114,20 @@ def _may_read_before_write(instrs, succ, start: int, name: str) -> bool:
             continue
         work.extend(succ[k])
     return False
+
+
+@functools.lru_cache(maxsize=1024)
+def closing_runs_code(code: types.CodeType) -> bool:
+    """Does closing a suspended generator of ``code`` run user code ([Note: drops Python must see] in exc.py)?
+
+    Any exception handler in its body does (``finally``, ``with``, ``except``), except the one 3.12 wraps every
+    generator body in (it turns a ``StopIteration`` into ``RuntimeError``); so does ``yield from``, which closes
+    the generator it delegates to."""
+    if not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR):
+        return False
+    instrs = {i.offset: i for i in dis.get_instructions(code)}
+    for entry in dis._parse_exception_table(code):
+        target = instrs.get(entry.target)
+        if target is None or not (target.opname == "CALL_INTRINSIC_1" and target.arg == 3):
+            return True
+    return any(i.opname == "SEND" for i in instrs.values())

@@ -22,10 +22,10 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
 from . import config
-from .bytecode_analysis import livevars_analysis
+from .bytecode_analysis import closing_runs_code, livevars_analysis
 from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
-from .exc import Unsupported, unimplemented
+from .exc import Unsupported, refuse_frame, unimplemented, without_frames
 from .guards import GuardManager
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
 from .output_graph import OutputGraph
@@ -70,11 +70,11 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         return hinted if hinted is not None else translate(fn, f_locals, compiler_fn, ctx)
     except Unsupported as e:
         offset = getattr(e, "root_offset", None)
-        if ctx is None or ctx.fullgraph or not can_break_at(fn.__code__, offset):
+        if ctx is None or ctx.fullgraph or getattr(e, "whole_frame", False) or not can_break_at(fn.__code__, offset):
             raise
         entry, e = _translate_breaking(fn, f_locals, compiler_fn, ctx, e)
         counters["graph_break"][e.reason] += 1
-        ctx.graph_breaks.append(e)
+        ctx.graph_breaks.append(without_frames(e))  # [Note: kept refusals hold no frames]
         if fn.__code__ in ctx.resume_origin:
             ctx.break_hints[fn.__code__] = e
         return entry
@@ -115,7 +115,7 @@ def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | N
         return None
     if entry.broke:
         counters["graph_break"][e.reason] += 1
-        ctx.graph_breaks.append(e)
+        ctx.graph_breaks.append(without_frames(e))
     return entry
 
 
@@ -132,6 +132,26 @@ def refuse_break_in_except_block(tx) -> None:
     if any(isinstance(v, PreviousExceptionVariable) for v in tx.stack):
         unimplemented("a graph break inside an except block (the exception it handles cannot be handed to a "
                       "resume function)", "the frame runs eagerly; move the code that breaks out of the except block")
+
+
+def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
+    """A break at the call of a generator function whose close runs code, or at ``iter(obj)`` whose ``__iter__``
+    is one: see [Note: drops Python must see] in exc.py."""
+    from .variables.functions import BaseUserFunctionVariable
+    code = None
+    if isinstance(callee, BaseUserFunctionVariable):
+        code = callee.get_code()
+    elif inst.opname == "GET_ITER" and tx.stack:
+        v = tx.stack[-1]  # a lazy input is not realised (guarded): a refusal holds for every call
+        try:
+            cls = type(v.value) if isinstance(v, LazyVariableTracker) else v.python_type()
+        except NotImplementedError:
+            cls = None
+        code = getattr(inspect.getattr_static(cls, "__iter__", None), "__code__", None)
+    if code is not None and closing_runs_code(code):
+        refuse_frame(f"a graph break that makes generator {code.co_name}, whose close runs code (a `finally` or "
+                     "`with` block) when Python drops it; a resume function would run it later",
+                     "the frame runs eagerly; build a list of the items first")
 
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
@@ -439,6 +459,7 @@ def compile_and_break(tx, inst) -> list:
     # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
     virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
     stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
+    refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
     if slot is not None:
         stack[slot] = wrap_callee(tx, stack[slot])
     instrs = list(tx.instructions)

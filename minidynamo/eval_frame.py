@@ -29,7 +29,7 @@ from . import config
 from .backends import lookup_backend
 from .cache_entry import CacheEntries
 from .convert_frame import convert_frame
-from .exc import ConstraintViolationError, Unsupported
+from .exc import ConstraintViolationError, Unsupported, without_frames
 from .resume_execution import Continuation
 from .utils import counters
 from .variables.nn_module import any_global_module_hooks
@@ -247,6 +247,7 @@ class CompileContext:
 
     def fall_back(self, fn, e: Unsupported, args, kwargs):
         counters["eager_fallback"][e.reason] += 1
+        without_frames(e)  # [Note: kept refusals hold no frames]
         self.skipped[fn.__code__] = e
         self.fallbacks.append(e)
         if config.debug >= 1:

@@ -26,6 +26,25 @@ class Unsupported(RuntimeError):
         return "\n".join(parts)
 
 
+def without_frames(e: BaseException) -> BaseException:
+    """``e`` with its traceback (and those of the exceptions chained to it) dropped, to be kept for reports.
+
+    [Note: kept refusals hold no frames]  A traceback holds every frame it passed through, and each frame its
+    locals: the translator's, among them the translated frame's ``f_locals``.  A refusal kept in the compile
+    context (``graph_breaks``, ``skipped``, ...) with its traceback kept the user's arguments, the objects the
+    frame made and the generators it dropped alive until ``reset()``: a ``__del__``, a ``weakref.finalize`` or a
+    generator's ``finally`` never ran when the program dropped them.  The reason, hint and ``user_stack`` are
+    what reports read."""
+    seen, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if x is not None and id(x) not in seen:
+            seen.add(id(x))
+            x.__traceback__ = None
+            todo += [x.__cause__, x.__context__]
+    return e
+
+
 class ObservedException(Unsupported):
     """A Python exception the traced code raises (``raise ValueError(...)``, a missing dict key).
 
@@ -51,6 +70,20 @@ class RecompileLimitExceeded(RuntimeError):
 def unimplemented(reason: str, hint: str = "") -> NoReturn:  # noqa: F821
     """Refuse to trace: the one idiom every handler uses (upstream: ``torch._dynamo.exc.unimplemented``)."""
     raise Unsupported(reason, hint)
+
+
+def refuse_frame(reason: str, hint: str = "the frame runs eagerly") -> NoReturn:  # noqa: F821
+    """Refuse the whole frame: no graph break can help, Python must run all of it.
+
+    [Note: drops Python must see]  At a break, what the frame made lives on as the resume function's arguments,
+    which the trampoline ([Note: trampoline] in resume_execution.py) holds until the resume function returns -- and
+    no Python call can hand a function the only reference to an argument.  So an object whose *drop* runs code
+    (a ``__del__``, a generator's ``finally`` or ``with`` block, run when ``break`` leaves ``for v in gen():``)
+    would run that code later than in Python; made while tracing and never materialised, it would not run it at
+    all.  Such a frame is not split: ``convert_frame`` lets this refusal through and the frame runs eagerly."""
+    e = Unsupported(reason, hint)
+    e.whole_frame = True
+    raise e
 
 
 class ConstraintViolationError(RuntimeError):

@@ -36,7 +36,7 @@ import weakref
 import torch
 
 from .codegen import PyCodegen
-from .exc import Unsupported
+from .exc import Unsupported, without_frames
 from .resume_execution import copy_instruction
 from .utils import counters
 from .variables.builder import LazyVariableTracker
@@ -133,7 +133,7 @@ def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
     ctx = tx.output.ctx
     if ctx is not None:
         counters["graph_break"][stretch.error.reason] += 1
-        ctx.graph_breaks.append(stretch.error)
+        ctx.graph_breaks.append(without_frames(stretch.error))
     return pushed
 
 

@@ -32,8 +32,9 @@ from typing import Any
 import torch
 
 from . import config
+from .bytecode_analysis import closing_runs_code
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
-from .exc import ObservedException, Unsupported, raise_observed_exception, unimplemented
+from .exc import ObservedException, Unsupported, raise_observed_exception, refuse_frame, unimplemented
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (
     BuiltinVariable,
@@ -904,6 +905,14 @@ class InstructionTranslatorBase:
             unimplemented(f"raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
         raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
+    def refuse(self, reason: str, hint: str):
+        """Python must run this generator: a graph break at its call -- or, if closing it runs code (a
+        ``finally``), the whole frame runs eagerly ([Note: drops Python must see] in exc.py)."""
+        if closing_runs_code(self.f_code):
+            refuse_frame(f"{reason}; its close runs code (a `finally` or `with` block) when Python drops it, "
+                         "which a resume function would do later", "the frame runs eagerly")
+        unimplemented(reason, hint)
+
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")
 
@@ -990,11 +999,15 @@ class InliningGeneratorTranslator(InliningInstructionTranslator):
         try:
             super().run_inline()
         except ObservedException as e:  # a real generator raises it later, only when the item is asked for
-            unimplemented(f"generator {self.f_code.co_name} raises {e.exc_vt.python_type().__name__} "
-                          "(Python runs it lazily)", "the generator runs in Python")
+            self.refuse(f"generator {self.f_code.co_name} raises {e.exc_vt.python_type().__name__} "
+                        "(Python runs it lazily)", "the generator runs in Python")
+        except Unsupported:
+            if closing_runs_code(self.f_code):
+                self.refuse(f"generator {self.f_code.co_name} cannot be traced", "")
+            raise
         if self.output.side_effects.writes != writes:
-            unimplemented(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
-                          "build a list first, or move the side effects out of the generator")
+            self.refuse(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
+                        "build a list first, or move the side effects out of the generator")
         made_at = self.root_tx().current_instruction.offset
         return GeneratorResultVariable(self.yielded, self.f_code.co_name, self.output.side_effects.version(), made_at)
 

@@ -69,7 +69,16 @@ class VariableBuilder:
         if seen is not None:
             self.tx.output.add_guard("DUPLICATE_INPUT", self.source, None, (seen[1].source,))
             return seen[1]
-        vt = self._wrap(value)
+        wrapping = self.tx.output.__dict__.setdefault("inputs_being_wrapped", set())
+        if id(value) in wrapping:  # a dict or list that holds itself: wrapping it item by item never ends
+            from ..exc import unimplemented
+            unimplemented(f"an input {type(value).__name__} that contains itself ({self.source.name()})",
+                          "pass the parts the code reads instead")
+        wrapping.add(id(value))
+        try:
+            vt = self._wrap(value)
+        finally:
+            wrapping.discard(id(value))
         if is_aliasable(vt):
             self.tx.output.object_by_id[id(value)] = (value, vt)
         return vt

@@ -373,6 +373,9 @@ class BuiltinVariable(VariableTracker):
 
     def _reduce(self, tx, fn, iterable, initial=None):
         items = iterable.unpack_var_sequence(tx)
+        if initial is None and not items:
+            raise_observed_exception(TypeError, [ConstantVariable("reduce() of empty iterable with no initial value")],
+                                     "functools.reduce of an empty sequence")
         acc = initial if initial is not None else items.pop(0)
         for item in items:
             acc = fn.call_function(tx, [acc, item], {})

@@ -14,7 +14,7 @@ import types
 
 import torch
 
-from ..exc import unimplemented
+from ..exc import refuse_frame, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable
@@ -214,6 +214,10 @@ class UserDefinedClassVariable(VariableTracker):
         if issubclass(cls, torch.nn.Module):
             unimplemented(f"constructing module {cls.__name__} inside the compiled function",
                           "construct modules outside and pass them in")
+        if getattr(cls, "__del__", None) is not None:  # made while tracing, it would never be dropped for real
+            refuse_frame(f"a {cls.__qualname__} object (its class has __del__) made in the frame: Python runs "
+                         "__del__ when it drops the object, a graph or a resume function would not",
+                         "the frame runs eagerly; see [Note: drops Python must see]")
         if cls.__new__ is object.__new__ and isinstance(getattr(cls, "__init__", None), types.FunctionType):
             obj = UserDefinedObjectVariable(None, cls=cls, cls_vt=self)
             from .functions import UserMethodVariable
@@ -306,6 +310,11 @@ class UserDefinedObjectVariable(VariableTracker):
     def var_getattr(self, tx, name):
         from ..side_effects import DeletedAttribute
         from .builder import VariableBuilder, wrap_constant_result
+        if not self.is_constant and inspect.getattr_static(self.cls, "__getattribute__") is not \
+                object.__getattribute__:
+            # every read, even of a stored attribute, goes through the user's method: the lookups below would skip it
+            unimplemented(f"{self.cls.__name__} overrides __getattribute__",
+                          "Python reads the attribute itself (a graph break)")
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None and not isinstance(pending, DeletedAttribute):
             return pending
