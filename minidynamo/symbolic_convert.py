@@ -19,6 +19,7 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import dis
 import importlib
 import inspect
@@ -840,7 +841,6 @@ class InstructionTranslatorBase:
         The bound ``__exit__`` goes on the stack, where the normal exit path calls it with (None, None, None).
         Generator-based managers (``@contextlib.contextmanager``) are refused: a generator called while tracing is
         run to its end at once, which would run the code after ``yield`` before the body."""
-        import contextlib
         cls = ctx.python_type()
         if cls.__module__.split(".")[0] == "torch":  # torch.autocast & co. change global state graph nodes lose
             unimplemented(f"`with {cls.__module__}.{cls.__qualname__}(...)` is not traced",
@@ -907,11 +907,17 @@ class InstructionTranslatorBase:
 
     def refuse(self, reason: str, hint: str):
         """Python must run this generator: a graph break at its call -- or, if closing it runs code (a
-        ``finally``), the whole frame runs eagerly ([Note: drops Python must see] in exc.py)."""
-        if closing_runs_code(self.f_code):
+        ``finally``), the whole frame runs eagerly ([Note: drops Python must see] in exc.py) -- unless a
+        ``@contextlib.contextmanager`` owns the generator: its ``__exit__`` runs the ``finally`` when the ``with``
+        block ends, not when Python drops it, so a graph break at the ``with`` keeps CPython's order."""
+        if closing_runs_code(self.f_code) and not self.owned_by_a_context_manager():
             refuse_frame(f"{reason}; its close runs code (a `finally` or `with` block) when Python drops it, "
                          "which a resume function would do later", "the frame runs eagerly")
         unimplemented(reason, hint)
+
+    def owned_by_a_context_manager(self) -> bool:
+        init = contextlib._GeneratorContextManagerBase.__init__.__code__
+        return self.parent is not None and self.parent.f_code is init
 
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")

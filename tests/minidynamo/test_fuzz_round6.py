@@ -166,6 +166,34 @@ def test_a_pure_generator_with_finally_is_still_run_up_front_in_one_graph():
     _check(fn, X)
 
 
+@contextlib.contextmanager
+def _logged(tag):
+    LOG.append(f"enter {tag}")
+    try:
+        yield 2.0
+    finally:
+        LOG.append(f"exit {tag}")
+
+
+def test_a_contextmanager_with_finally_still_compiles_around_its_with_block():
+    """A ``@contextlib.contextmanager`` generator is closed by the ``with`` statement's ``__exit__``, not when Python
+    drops it, so it does not make the frame run eagerly: the ``with`` breaks the graph as before, and the code
+    around it still compiles (the lead, reviewing round 6: the first version ran such frames eagerly)."""
+    def fn(x):
+        y = x.sin()
+        with _logged("a") as scale:
+            y = y * scale
+            print("inside")
+        return y.cos() + 1
+
+    _compare_log(fn, X)
+    assert "close runs code" not in _fallback_reasons() and _breaks() > 0
+    minidynamo.reset()
+    counter = CompileCounter()
+    minidynamo.minicompile(fn, backend=counter)(X)
+    assert counter.frame_count >= 2  # x.sin() before the with block, cos() + 1 after it
+
+
 # --- b. an object with __del__ made in the frame ---------------------------------------------------------------
 # Built while tracing, the object never existed for real, so its __del__ never ran; made at a break, it died late.
 
