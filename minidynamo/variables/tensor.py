@@ -135,6 +135,12 @@ class TensorVariable(VariableTracker):
                 # [Note: a symbolic int index]  ``x[x.shape[0] - 1]``: Tensor.__getitem__ turns a SymInt index into
                 # a plain int (a guard ``s0 - 1 == 2``: one recompile per size); ``select`` keeps it symbolic and
                 # only guards that it is in range.  Same result, same view, same IndexError when out of range.
+                # The range is checked here, as a guard on the relation: some torch versions' fake ``select``
+                # does not check a symbolic index (torch 2.11 compiled ``x[x.shape[0]]`` to a view past the end).
+                index, size = args[0].sym_num, self.example_value.shape[0] if self.example_value.dim() else 0
+                if not (-size <= index) or not (index < size):
+                    unimplemented(f"index {index} is out of range for a dimension of size {size}",
+                                  "eager raises the IndexError")
                 return call_graph_op(tx, "call_function", torch.select, [self, ConstantVariable(0), *args], {})
             return call_graph_op(tx, "call_function", operator.getitem, [self, *args], {})
         if name == "__setitem__":

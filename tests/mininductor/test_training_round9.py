@@ -284,3 +284,5 @@ def test_symbolic_int_index_out_of_range_raises_as_eager():
     expected = outcome(_row_at, [torch.randn(3, 2)])
     assert expected[0] is IndexError
     assert outcome(compiled, [torch.randn(3, 2)])[0] is IndexError
+    # a view into a longer base: a view past its end would read the base's next row instead of raising
+    assert outcome(compiled, [torch.randn(10, 2)[:4]])[0] is IndexError
