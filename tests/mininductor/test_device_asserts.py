@@ -4,7 +4,7 @@ An out-of-range ``x[i]`` in eager CUDA stops the indexing kernel with a device-s
 does the same through ``tl.device_assert`` (Inductor's ``assert_indirect_indexing``), where it used to read or
 write outside the tensor. A device-side assert leaves the CUDA context unusable, so each bad index runs in a
 child process. GPU only (``MININDUCTOR_TEST_DEVICE=cuda``); the interpreter's checks are tested in
-test_programs_eighth.py.
+test_indirect_indexing.py.
 """
 import os
 import subprocess

@@ -5,15 +5,18 @@ it holds one static compile per concrete shape.  These tests pin both: values eq
 generated once for every batch size (or one specialisation per distinct shape, with the reason recorded).
 Budget: ~30 s on 2 cores (Triton interpreter).
 """
+import warnings
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 import minidynamo
 from minidynamo.testing import CompileCounter
 from mininductor import metrics
 from mininductor.specialize import is_symbolic_graph, specialize_graph
 
-from .utils import assert_same
+from .utils import assert_same, run_shapes
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -177,3 +180,57 @@ def test_a_slice_whose_end_a_guard_bounds_compiles_symbolically():
         x = torch.randn(b, 3)
         assert_same(compiled(x), f(x))
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+# ------------------------------------ regressions the op corpora found: symbolic index math, the per-shape path
+def test_broadcast_of_three_symbolic_shapes():
+    """(a, 1, c) * (1, b, 1) + (c,): the output's dim 0 index is ``xindex // (b*c)``."""
+    def fn(a, b, c):
+        return a * b + c - a / (b.abs() + 1)
+    run_shapes(fn, lambda a, b, c: (torch.randn(a, 1, c), torch.randn(1, b, 1), torch.randn(c)),
+               [(3, 5, 11), (2, 7, 6), (4, 3, 9)])
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks
+
+
+def test_square_sizes_compile_symbolically():
+    """A flattened s x s matrix (stride ``s0**2``) and a causal mask of a symbolic size."""
+    def fn(x):
+        s = x.shape[0]
+        mask = torch.ones(s, s, dtype=torch.bool, device=x.device).tril()
+        return x.reshape(-1)[::2] * 2, x.t().reshape(-1) + 1, x.masked_fill(~mask, 0.0).softmax(-1)
+    run_shapes(fn, lambda n: (torch.randn(n, n),), [(5,), (7,), (3,)], dynamic=True)
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks
+
+
+def test_conv_output_stride_with_max_compiles_symbolically():
+    """conv1d's output length ``L - k + 3`` gets the stride ``Max(1, L - k + 3)`` when the weight is dynamic too."""
+    run_shapes(lambda x, w: F.conv1d(x, w, padding=1).relu(),
+               lambda n: (torch.randn(2, 5, n), torch.randn(4, 5, 3)), [(5,), (7,)], dynamic=True)
+    assert not metrics.symbolic_fallbacks
+
+
+def test_arange_with_a_symbolic_end_keeps_its_start():
+    """``torch.arange(-1, x.shape[0] + 2)`` compiled with ``dynamic=True`` gave ``[0, 1, ...]``: the lowering
+    counted the numeric arguments, and with a symbolic end only the start was one, read as ``arange(end)``.
+    A reflection pad (whose decomposition indexes with such an arange) was off by one row (programs
+    ``pad_reflect_2d``, ``pad_replicate_3d`` under ``dynamic=True``)."""
+    import torch.nn.functional as F
+    def fn(x):
+        n = x.shape[0]
+        return torch.arange(-1, n + 2), torch.arange(2, n, 2), F.pad(x[None], (2, 1, 1, 2), mode="reflect")
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows in (4, 6):
+        x = torch.randn(rows, 5)
+        for out, want in zip(compiled(x), fn(x)):
+            assert torch.equal(out, want)
+
+
+def test_zero_dim_index_tensor_on_the_per_shape_path():
+    """``x[i]`` with a 0-d index tensor reads ``i``'s value: specialising the graph per shape raised at call time;
+    now the graph runs eagerly (counted), like a static graph with a data-dependent shape."""
+    def fn(x, i):
+        return x[i] * 2, x[:, i], x.narrow(0, 1, 2) * i
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_shapes(fn, lambda a, b: (torch.randn(a, b), torch.tensor(2)), [(7, 13), (5, 11), (9, 3)])
+    assert "whole graph (data-dependent shape)" in metrics.fallback_ops

@@ -1,8 +1,10 @@
 """Index math (``mininductor/indexing.py``): FloorDiv/ModularIndexing evaluate like Python, ``simplify_index``
 undoes a reshape's split exactly, and ``simplify_loops`` merges only dims that every index walks contiguously --
-checked by brute force over every point of small loop nests (property tests with hypothesis)."""
+checked by brute force over every point of small loop nests (property tests with hypothesis); and symbolic sizes
+print as valid Python and Triton (divisors, powers, ``Max``)."""
 import itertools
 
+import pytest
 import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +97,16 @@ def test_printed_index_evaluates_like_sympy(a, b, c, d, m):
              ModularIndexing(c * x, 1, m) + FloorDiv(ModularIndexing(x + y, d, m * c), c)]
     for e in exprs:
         assert eval(texpr(e), {"x": a, "y": b}) == int(e.subs({x: a, y: b}))
+
+
+# ---------------------------------------- regressions the op corpora found: printing symbolic sizes
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_symbolic_divisor_and_power_and_max_print_as_python_and_triton():
+    s0, s1 = sympy.symbols("s0 s1", positive=True, integer=True)
+    x = sympy.Symbol("xindex", integer=True, nonnegative=True)
+    assert texpr(FloorDiv(x, s0 * s1)) == "(xindex // (s0*s1))"  # was ``xindex // s0*s1``: out of bounds
+    assert texpr(ModularIndexing(x, s0, s1 + 1)) == "((xindex // s0) % (s1 + 1))"
+    assert texpr(s0**2 * x) == "xindex*(s0*s0)"  # the interpreter's scalar tensors have no ``**``
+    assert texpr((s0**2 + 1) // 2) == "(((s0*s0) + 1) // 2)"  # sympy's floor(s0**2/2 + 1/2)
+    assert texpr(sympy.Max(1, s0 - s1)) == "max(1, s0 + (-1)*s1)"
+    assert texpr(sympy.Max(1, s0 - s1), kernel=True) == "tl.maximum(1, s0 + (-1)*s1)"

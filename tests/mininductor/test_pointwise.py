@@ -1,7 +1,12 @@
 """Pointwise lowerings vs eager on irregular shapes: unary/binary math, comparisons, logical ops, where, clamp,
-pow, casts (fp16/bf16 computed in fp32), scalars, broadcasting, integer division and NaN semantics."""
+pow, casts (fp16/bf16 computed in fp32), scalars, broadcasting, integer division and NaN semantics; a negative
+constant base of ``**``, and 0-d CPU tensors as operands of device kernels ([Note: CPU scalars])."""
+import contextlib
+
 import pytest
 import torch
+
+import minidynamo
 
 from .utils import check
 
@@ -92,3 +97,57 @@ def test_logical_not_and_bitwise():
     a = torch.randint(-50, 50, (3, 17), dtype=torch.int32)
     check(lambda a: (torch.bitwise_not(a), a & 12, a | 3, a ^ 5, torch.logical_not(a), a.abs(), -a), a,
           kernels=1)
+
+
+# ---------------------------------------- regressions the op corpora found
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_negative_constant_base_of_pow_keeps_its_parentheses():
+    """``(-2) ** x`` through minidynamo gave ``-(2 ** x)``: FX prints ``operator.pow(-2, x)`` as ``-2 ** x``
+    (``(-2) ** 4`` was -16; program ``rpow_int_scalar`` run with ``dynamic=True``). The graph records
+    ``torch.pow(-2, x)`` instead."""
+    def fn(x, y):
+        return (-2) ** x, (-2.5) ** y, (-0.0) ** x, 2 ** x
+    x, y = torch.tensor([4, 9, 3, 0, 1]), torch.tensor([2.0, 3.0, 0.0, -1.0, 0.5])
+    compiled = minidynamo.minicompile(fn)
+    for out, want in zip(compiled(x, y), fn(x, y)):
+        torch.testing.assert_close(out, want, equal_nan=True)
+
+
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_zero_dim_cpu_tensors_meet_device_tensors():
+    """[Note: CPU scalars]  A 0-dim CPU tensor may meet device tensors, as the tutorial MoE's loop variable does
+    (``flat_indices == expert_idx``).  On the GPU a kernel takes its value (``x.item()``, no copy to the device),
+    and one compiled graph serves every value, 1 and multiples of 16 included (no specialization); a matmul or a
+    mutation still gets the tensor.  On the CPU the same programs run through the interpreter."""
+    from mininductor import config, metrics
+
+    from .utils import DEVICE, MODE, assert_same, compile_fn
+    x, w = torch.randn(64, 8, device=DEVICE), torch.randn(8, 8, device=DEVICE)
+    idx = torch.randint(0, 20, (64,), device=DEVICE)
+
+    def by_value(x, idx, i, f):
+        return idx == i, x * f + i, (idx + i).sum()
+
+    def needs_the_tensor(x, w, i, f):
+        return (x * f) @ (w * f), f + 1  # a matmul reads f * w; an output is f + 1 (a CPU-scalar graph output)
+
+    def mutated(x, i):
+        i.add_(1)
+        return x * i
+
+    with config.patch(mode=MODE) if MODE else contextlib.nullcontext():
+        metrics.reset()
+        compiled = compile_fn(by_value, x, idx, torch.tensor(3), torch.tensor(0.5))
+        for value in (0, 1, 3, 16, 17, 2**40):
+            i, f = torch.tensor(value), torch.tensor(value / 7, dtype=torch.float32)
+            assert_same(compiled(x, idx, i, f), by_value(x, idx, i, f), 1e-5, 1e-5)
+        if DEVICE == "cuda" and MODE is None:
+            assert ".item()" in compiled.source and ".to('cuda" not in compiled.source, compiled.source
+        compiled = compile_fn(needs_the_tensor, x, w, torch.tensor(3), torch.tensor(0.5))
+        assert_same(compiled(x, w, torch.tensor(2), torch.tensor(0.25)),
+                    needs_the_tensor(x, w, torch.tensor(2), torch.tensor(0.25)), 1e-5, 1e-5)
+        compiled = compile_fn(mutated, x, torch.tensor(3))
+        ours, theirs = torch.tensor(5), torch.tensor(5)
+        assert_same(compiled(x, ours), mutated(x, theirs), 1e-5, 1e-5)
+        assert ours.item() == theirs.item() == 6 and ours.device.type == "cpu"
+        assert metrics.fallback_count == 0

@@ -1,5 +1,6 @@
 """Reductions vs eager over any dims with keepdim: sum, mean, prod, amax/amin, argmax/argmin, var/std/var_mean,
-any/all -- persistent (whole row in registers) and looped (rows walked in chunks), with NaN semantics."""
+any/all -- persistent (whole row in registers) and looped (rows walked in chunks), with NaN semantics; arg
+reductions over one element and the dtype of uint8 any/all."""
 import pytest
 import torch
 
@@ -150,3 +151,22 @@ def reduce_rows(in_ptr, max_ptr, min_ptr, R: tl.constexpr):
         kernel[(3,)](x, got_max, got_min, R=8)
     torch.testing.assert_close(got_max, x.amax(1), equal_nan=True)
     torch.testing.assert_close(got_min, x.amin(1), equal_nan=True)
+
+
+# ---------------------------------------- regressions the op corpora found
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_arg_reductions_over_one_element():
+    """argmax/argmin over a size-1 dim (or a 0-d tensor) is 0; it was a reduction kernel without RBLOCK."""
+    x = torch.randn(1, 5, 1)
+    check(lambda x: (x.argmax(0), x.argmin(-1, keepdim=True), x.max(2), x[:, :1].argmax()), x)
+    check(lambda s: (s.argmax(), s.argmin(), s.sum(), s.amax()), torch.tensor(0.7))
+
+
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_any_all_of_uint8_are_uint8(monkeypatch):
+    """``u.any(0)`` of a uint8 tensor is uint8 in eager (a legacy rule), ours was bool (programs
+    ``any_torch.uint8_96``, unsplit and split column reductions alike)."""
+    monkeypatch.setattr(mininductor.config, "split_outer_reduction_min_rows", 64)
+    monkeypatch.setattr(mininductor.config, "split_outer_reduction_block_rows", 32)
+    u = torch.randint(0, 3, (96, 7), dtype=torch.uint8)
+    check(lambda u: (u.any(0), u.all(0), u[:5].any(1), u.all(), u.bool().any(0)), u, fallbacks=0)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 
+import pytest
 import torch
 import torch.utils._pytree as pytree
 
+import minidynamo
 from mininductor import compile_fx_inner, config, metrics
 from mininductor.compile_fx import trace_inference
 
@@ -16,6 +18,7 @@ DEVICE = os.environ.get("MININDUCTOR_TEST_DEVICE", "cpu")
 # MININDUCTOR_TEST_MODE=reduce-overhead (with a GPU) compiles every check() in that mode and calls it twice: the
 # second call replays the recorded CUDA graph, on fresh copies of the inputs.
 MODE = os.environ.get("MININDUCTOR_TEST_MODE")
+cpu_only = pytest.mark.skipif(DEVICE != "cpu", reason="eager's CPU kernel (or the interpreter's index check)")
 
 
 def compile_fn(fn, *args):
@@ -89,3 +92,27 @@ def kernel_code(compiled) -> str:
     header = header_for([compiled.source[len(IMPORTS):]])
     assert compiled.source.startswith(header)
     return compiled.source[len(header):]
+
+
+def run_shapes(fn, make_args, shapes, dynamic=None):
+    """``minicompile(fn)`` called at each shape in turn, compared with eager (outputs and mutated inputs)."""
+    compiled = minidynamo.minicompile(fn, dynamic=dynamic)
+    for shape in shapes:
+        args = make_args(*shape)
+        ours, theirs = [a.clone() for a in args], [a.clone() for a in args]
+        assert_same(compiled(*ours), fn(*theirs), atol=1e-5, rtol=1e-5)
+        assert_same(ours, theirs)
+    return compiled
+
+
+def raises_like_eager(fn, *args, fallbacks=None):
+    """Eager raises; the compiled ``fn`` raises an exception of the same type (or a subclass) when it runs, or
+    when it compiles (a fake kernel that checks what eager checks: then ``fallbacks`` is None)."""
+    args = [a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args]
+    with pytest.raises(Exception) as eager:
+        fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    metrics.reset()
+    with pytest.raises(type(eager.value)):
+        compile_fn(fn, *args)(*args)
+    if fallbacks is not None:
+        assert metrics.fallback_count == fallbacks, metrics.fallback_ops

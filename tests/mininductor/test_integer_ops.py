@@ -1,0 +1,49 @@
+"""Integer and bool arithmetic like eager: ``bool + bool`` is a logical or, shifts (``<<``/``>>``, arithmetic
+right shifts of negatives, bool operands), and Python scalars out of an integer dtype's range wrap as eager casts
+them. Found by the op corpora. Budget: a few seconds on 2 cores."""
+import pytest
+import torch
+
+import minidynamo
+
+from .utils import check
+
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+
+def test_bool_add_is_logical_or():
+    """``b + c`` on bool tensors is True where either is: Triton's int1 add wrapped True + True to False
+    (program ``m_bool_uint8``)."""
+    b, c = torch.rand(5, 7) > 0.5, torch.rand(5, 7) > 0.5
+    check(lambda b, c: (b + c, b + c + b, (b + c).int() * 3, b.add(True), b + c.to(torch.uint8)), b, c,
+          kernels=1, fallbacks=0)
+
+
+def test_shift_operators_lower_like_bitwise_shifts():
+    """``a << s`` and ``a >> 2`` trace to ``aten.__lshift__``/``__rshift__``, which had no lowering: every shift
+    was an eager fallback (programs ``i_shifts``, ``i_int8_wrap_neg``). Arithmetic right shift of negatives, uint8,
+    and int32 promoted by an int64 shift amount."""
+    a = torch.tensor([[5, -7, 1, -1, 100, -128]], dtype=torch.int32).repeat(3, 1)
+    s = torch.tensor([0, 3, 7, 8, 2, 1], dtype=torch.int32)
+    check(lambda a, s: (a << s, a >> s, a >> 2, a.to(torch.int8) >> 1, a.to(torch.uint8) >> s.to(torch.uint8),
+                        a << s.long(), a.long() << 40), a, s, kernels=1, fallbacks=0)
+
+
+def test_shifts_of_bool_tensors_run_as_eager():
+    """``mask << 1`` is int64 and ``x16 >> mask`` int16 in eager; the fake kernels refuse a bool operand, so
+    the compile raised "lshift: Expected input tensor to have an integral dtype" (random programs ``rnd183``,
+    ``rnd317``)."""
+    mask, x = torch.rand(5, 3) > 0.5, torch.randint(0, 100, (5, 3), dtype=torch.int16)
+    check(lambda m, x: (m << 1, m >> 1, x << m, x >> m, torch.bitwise_left_shift(m, 2), 3 << m, m << x % 4), mask, x,
+          kernels=1, fallbacks=0)
+    y = torch.randint(-3, 4, (6,), dtype=torch.int8)
+    dynamo = minidynamo.minicompile(lambda y: (y > 0) << 2)
+    assert torch.equal(dynamo(y), (y > 0) << 2)
+
+
+def test_out_of_range_integer_scalars_wrap_like_eager():
+    """``int8 < 300``, ``uint8 + 300``, ``int32 * 2**33``: eager casts the scalar to the tensor's dtype, wrapping
+    (300 -> 44); the kernel's ``tl.full(.., 300, tl.int8)`` raised OverflowError (``cmp_int_float_scalar``)."""
+    a = torch.tensor([0, 43, 44, 45, -1, 127, -128], dtype=torch.int8)
+    check(lambda a: (a < 300, a + 300, a - 128, a == 300, a.to(torch.uint8) + 300, a.to(torch.uint8) < 300,
+                     a.int() * 2 ** 33, (a.to(torch.int8) - 128).abs()), a, kernels=1, fallbacks=0)
