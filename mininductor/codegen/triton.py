@@ -365,6 +365,8 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             # The value is materialised at the pointer block's shape (adding zeros): compiled Triton broadcasts
             # by itself, but Triton 3.6's interpreter reads a broadcast (stride-0) value as if contiguous.
             ptrs = f"{ptr} + ({idx})"
+            if "x" not in names:  # one address for the block (a 0-d index tensor): give it the mask's shape
+                ptrs = f"tl.broadcast_to({ptrs}, {'[XBLOCK]' if self.ndim == 1 else '[XBLOCK, RBLOCK]'})"
             value = f"{cast} + tl.zeros(({ptrs}).shape, {TL_DTYPE[dtype]})"
             self.lines.append(f"tl.atomic_add({ptrs}, {value}, {mask})")
             return

@@ -70,4 +70,7 @@ def test_tanh_is_correctly_rounded():
     check(lambda x: (torch.tanh(x), torch.tanh(x).floor()), x, atol=0, rtol=0, kernels=1)
     y = torch.linspace(-10, 10, 2001)
     compiled = compile_fn(torch.tanh, y)
-    assert (compiled(y) != torch.tanh(y)).sum() < 10  # eager's own (SLEEF) tanh is not always correctly rounded
+    # eager's own (SLEEF) tanh is not always correctly rounded, and which inputs it misses depends on the host CPU
+    # (10 or 12 of these 2001): ours must be the correctly rounded value, and within an ulp of eager's
+    assert torch.equal(compiled(y), torch.tanh(y.double()).float())
+    torch.testing.assert_close(compiled(y), torch.tanh(y), atol=0, rtol=1.2e-7)
