@@ -12,11 +12,11 @@ import torch
 import torch.nn.functional as F
 
 import minidynamo
-from minidynamo.testing import CompileCounter
+from minidynamo.testing import CompileCounter, outcome
 from mininductor import metrics
 from mininductor.specialize import is_symbolic_graph, specialize_graph
 
-from .utils import assert_same, run_shapes
+from .utils import assert_same, frames_ok, leaves, run_shapes
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -234,3 +234,41 @@ def test_zero_dim_index_tensor_on_the_per_shape_path():
         warnings.simplefilter("ignore")
         run_shapes(fn, lambda a, b: (torch.randn(a, b), torch.tensor(2)), [(7, 13), (5, 11), (9, 3)])
     assert "whole graph (data-dependent shape)" in metrics.fallback_ops
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A symbolic int index ([Note: a symbolic int index])
+# ---------------------------------------------------------------------------------------------------------------
+def _last_rows(x, w):
+    n = x.shape[0]
+    return x[n - 1] @ w, x[n // 2], F.cross_entropy(x @ w, torch.arange(n) % 4)
+
+
+@pytest.mark.parametrize("dynamic, frames", [(True, 1), (None, 2)])
+def test_symbolic_int_index_does_not_specialise_the_size(dynamic, frames):
+    """``x[x.shape[0] - 1]``: ``Tensor.__getitem__`` turned the SymInt index into an int, guarding
+    ``s0 - 1 == 2`` -- a recompile for every batch size, even with ``dynamic=True``.  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_last_rows, dynamic=dynamic)
+    for n in (3, 5, 6, 4):
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(n, 4), torch.randn(4, 4))
+        out, out_ref = compiled(x, w), _last_rows(x_ref, w_ref)
+        assert_same(out, out_ref, atol=1e-5, rtol=1e-5)
+        sum(o.sum() for o in out).backward()
+        sum(o.sum() for o in out_ref).backward()
+        assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
+    assert frames_ok() == frames
+
+
+def _row_at(x):
+    return x[x.shape[0]]
+
+
+def test_symbolic_int_index_out_of_range_raises_as_eager():
+    """``x[x.shape[0]]`` with a symbolic size raises ``IndexError`` as in eager, also on a view into a longer base
+    (a view past the end would read the base's next row).  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_row_at, dynamic=True)
+    expected = outcome(_row_at, [torch.randn(3, 2)])
+    assert expected[0] is IndexError
+    assert outcome(compiled, [torch.randn(3, 2)])[0] is IndexError
+    # a view into a longer base: a view past its end would read the base's next row instead of raising
+    assert outcome(compiled, [torch.randn(10, 2)[:4]])[0] is IndexError

@@ -10,12 +10,13 @@ import copy
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 import minidynamo
 from mininductor import metrics
 
-from .utils import assert_same
+from .utils import assert_same, leaves
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -164,3 +165,71 @@ def test_an_output_and_its_detached_alias_keep_their_requires_grad():
     y, z = compiled(torch.ones(2, requires_grad=True))
     assert y.requires_grad and not z.requires_grad and y.grad_fn is not None
     assert z.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()  # an alias, as in eager
+
+
+def _padded(x, w):
+    return F.pad(x @ w, (1, 2), value=0.5).softmax(-1)
+
+
+def test_pad_under_dynamic_shapes_is_one_graph_for_every_size():
+    """``F.pad`` on a tensor of ``s0`` rows: its C++ composite kernel (``aten.pad`` -> ``constant_pad_nd``)
+    reads the sizes as ints, which specialised ``s0`` in minidynamo's ShapeEnv -- while translating, and again
+    while mininductor traced the graph to ATen (which then refused its symbolic compile, but the guard stayed):
+    one graph per batch size under ``dynamic=True``.  Fake ops on symbolic sizes now run under the Python
+    dispatcher (as upstream's ``get_fake_value`` and AOTAutograd do), which takes the SymInt-aware
+    decomposition.  (Training round 8.)"""
+    compiled = minidynamo.minicompile(_padded, backend="inductor", dynamic=True)
+    w = torch.randn(4, 3)
+    for b in (2, 3, 7, 16):
+        (x, wo), (x_ref, w_ref) = leaves(torch.randn(b, 4), w)
+        out, ref = compiled(x, wo), _padded(x_ref, w_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        (out * torch.arange(6.0)).sum().backward()
+        (ref * torch.arange(6.0)).sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        assert_same(wo.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def test_multihead_attention_trains_over_sequence_lengths_without_graph_breaks():
+    """``nn.MultiheadAttention.forward`` reads ``query.is_nested``: an unsupported tensor attribute, so a graph
+    break in every call (4 graphs per call, more compiles per length).  It is metadata, constant for a fake
+    tensor like ``is_sparse``: now one graph, and one symbolic compile serves every length.  (Training round 8.)"""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ref = copy.deepcopy(mha)
+    compiled = minidynamo.minicompile(mha, backend="inductor", dynamic=True)
+    for t in (3, 5, 9):
+        (x,), (x_ref,) = leaves(torch.randn(2, t, 8))
+        (out, attn), (out_ref, attn_ref) = compiled(x, x, x), ref(x_ref, x_ref, x_ref)
+        assert_same((out, attn), (out_ref, attn_ref), atol=1e-5, rtol=1e-4)
+        (out.sin().sum() + attn.pow(2).sum()).backward()
+        (out_ref.sin().sum() + attn_ref.pow(2).sum()).backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        for p, p_ref in zip(mha.parameters(), ref.parameters()):
+            assert_same(p.grad, p_ref.grad, atol=1e-5, rtol=1e-4)
+    assert not minidynamo.counters["graph_break"]
+    assert minidynamo.counters["frames"]["ok"] == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _first_half(x, w):
+    return (x[: x.shape[0] // 2] @ w).tanh()
+
+
+def test_slice_to_half_the_rows_compiles_symbolically():
+    """``x[: x.shape[0] // 2]``: the slice lowering asked Python whether the bound ``s0 // 2`` is negative
+    (sympy could not tell), then the ShapeEnv, which raised on mininductor's own ``FloorDiv``: a per-shape compile
+    for every size.  ``FloorDiv`` of non-negative sizes is now known non-negative, and the ShapeEnv is asked with
+    torch's ``FloorDiv``: one symbolic compile, forward and backward.  (Training round 8.)"""
+    compiled = minidynamo.minicompile(_first_half, backend="inductor", dynamic=True)
+    w = torch.randn(3, 4)
+    for n in (5, 7, 16, 9):
+        (x, wo), (x_ref, w_ref) = leaves(torch.randn(n, 3), w)
+        out, ref = compiled(x, wo), _first_half(x_ref, w_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        out.sum().backward()
+        ref.sum().backward()
+        assert_same((x.grad, wo.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks

@@ -116,3 +116,15 @@ def raises_like_eager(fn, *args, fallbacks=None):
         compile_fn(fn, *args)(*args)
     if fallbacks is not None:
         assert metrics.fallback_count == fallbacks, metrics.fallback_ops
+
+
+def leaves(*tensors):
+    """Two independent copies (ours, eager's) of leaf tensors that require grad."""
+    ours = [t.detach().clone().requires_grad_() for t in tensors]
+    theirs = [t.detach().clone().requires_grad_() for t in tensors]
+    return ours, theirs
+
+
+def frames_ok() -> int:
+    """How many frames minidynamo compiled since the last ``minidynamo.reset()``."""
+    return minidynamo.counters["frames"]["ok"]

@@ -1,0 +1,177 @@
+"""Grad modes and autograd state around compiled training graphs: ``no_grad`` / ``enable_grad`` /
+``set_grad_enabled`` regions, calls under ``no_grad``, ``create_graph=True``, ``retain_grad``.
+
+Eager decides ``requires_grad`` from the grad mode at each op; a compiled graph must give every output the same
+``requires_grad`` and history, and leave grad mode as eager does ([Note: a graph that leaves grad mode changed]).
+Each test compares values *and* gradients (or the raised error) with eager PyTorch and pins the frames compiled.
+Regression tests from the training fuzz rounds 8 and 9.  Budget: a few seconds on one core (Triton interpreter).
+"""
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import outcome
+from mininductor import metrics
+
+from .utils import assert_same, leaves
+
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def _exp_without_grad(x):
+    with torch.set_grad_enabled(False):
+        y = x.exp()
+    return y
+
+
+def test_aot_eager_output_of_a_grad_disabled_region_does_not_require_grad():
+    """Every output computed under ``set_grad_enabled(False)``: AOTAutograd's inference path.  ``aot_eager``
+    runs the ATen graph as it is, where that region is gone, under the caller's grad mode: ``exp`` of an input
+    that requires grad recorded history, and the output required grad (eager's does not).  The inference graph
+    now runs under ``no_grad``.  (Training round 8.)"""
+    for backend in ("aot_eager", "inductor"):
+        minidynamo.reset()
+        compiled = minidynamo.minicompile(_exp_without_grad, backend=backend)
+        (x,), (x_ref,) = leaves(torch.randn(4))
+        out, ref = compiled(x), _exp_without_grad(x_ref)
+        assert_same(out, ref)
+        assert not out.requires_grad and out.grad_fn is None and not ref.requires_grad
+        assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _enable_grad_region(x, w, buf):
+    buf.add_(1)
+    with torch.enable_grad():
+        y = (x @ w).tanh()
+    return y, x * 3, buf * 2
+
+
+@pytest.mark.parametrize("backend,dynamic", [("aot_eager", False), ("inductor", False), ("inductor", True)])
+def test_enable_grad_inside_a_function_called_under_no_grad(backend, dynamic):
+    """``with torch.enable_grad():`` inside a compiled function called under ``no_grad``: eager's ``y`` requires
+    grad and backpropagates to ``x`` and ``w``; ours did not require grad.  AOTAutograd chose its inference path
+    from the caller's grad mode, and the clone standing for each input that requires grad was made under
+    ``no_grad``, so even the metadata run saw no history.  Now the clone is made with grad enabled, an output that
+    requires grad selects the training path, and the ``autograd.Function`` is applied under ``enable_grad``.
+    (Training round 8.)"""
+    compiled = minidynamo.minicompile(_enable_grad_region, backend=backend, dynamic=dynamic)
+    for n in (3, 5):
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(n, 4), torch.randn(4, 2))
+        buf, buf_ref = torch.zeros(2), torch.zeros(2)
+        with torch.no_grad():
+            out, ref = compiled(x, w, buf), _enable_grad_region(x_ref, w_ref, buf_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        assert_same(buf, buf_ref)
+        assert [o.requires_grad for o in out] == [True, False, False]
+        out[0].sum().backward()
+        ref[0].sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+        assert_same(w.grad, w_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == (1 if dynamic else 2)
+    if dynamic:
+        assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _cubic_loss(x, w):
+    return ((x @ w).tanh() ** 3).sum()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_create_graph_gradients_require_grad_and_double_backward_raises(backend):
+    """``torch.autograd.grad(loss, x, create_graph=True)`` through a compiled graph returned a gradient that
+    did *not* require grad (``once_differentiable`` only looks at the incoming gradients), so a gradient penalty
+    built on it was silently a constant: its term vanished from the parameters' gradients.  Now the gradient
+    requires grad as in eager (same values), and a backward through it raises instead of being wrong.
+    (Training round 8.)"""
+    compiled = minidynamo.minicompile(_cubic_loss, backend=backend)
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+    gx, = torch.autograd.grad(compiled(x, w), x, create_graph=True)
+    gx_ref, = torch.autograd.grad(_cubic_loss(x, w), x, create_graph=True)
+    assert_same(gx, gx_ref, atol=1e-5, rtol=1e-4)
+    assert gx.requires_grad and gx_ref.requires_grad
+    with pytest.raises(RuntimeError, match="double backward"):
+        gx.pow(2).sum().backward()
+    # a plain backward (no create_graph) still works and matches
+    compiled(x, w).backward()
+    _cubic_loss(x, w).backward()  # accumulates into the same leaves: compare with a fresh eager run
+    x2, w2 = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    for _ in range(2):
+        _cubic_loss(x2, w2).backward()
+    assert_same(x.grad, x2.grad, atol=1e-5, rtol=1e-4)
+    assert_same(w.grad, w2.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _retains(x, w):
+    y = (x @ w).relu()
+    y.retain_grad()
+    return y, (y * y).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_retain_grad_inside_a_compiled_function(backend):
+    """``y.retain_grad()`` on an intermediate was traced as a call whose result nobody used, so it vanished
+    from the graph and ``y.grad`` stayed None after backward (with every backend).  It changes autograd state
+    of the tensor object, not a value: now a graph break, and eager runs it on the real ``y``.
+    (Training round 8.)"""
+    compiled = minidynamo.minicompile(_retains, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(3, 4), torch.randn(4, 4))
+    (y, loss), (y_ref, loss_ref) = compiled(x, w), _retains(x_ref, w_ref)
+    assert_same(loss, loss_ref, atol=1e-5, rtol=1e-4)
+    loss.backward()
+    loss_ref.backward()
+    assert y.grad is not None
+    assert_same(y.grad, y_ref.grad, atol=1e-5, rtol=1e-4)
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 2 and not minidynamo.counters["eager_fallback"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Grad mode left changed by a graph ([Note: a graph that leaves grad mode changed])
+# ---------------------------------------------------------------------------------------------------------------
+def _retains_sum(x, w):
+    y = x @ w
+    y.retain_grad()  # a graph break: runs natively on the real y
+    return y.sum() * 2
+
+
+def _calls_under_no_grad(x, w):
+    with torch.no_grad():
+        return _retains_sum(x, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graph_that_ends_inside_no_grad_leaves_grad_mode_off_on_every_call(backend):
+    """The graph before the break is only ``_set_grad_enabled(False)``; an ATen compile of it does nothing at
+    run time (the switch happened while tracing it, so the first call looked right).  From the second call on
+    the callee ran with grad mode on: its output required grad and ``retain_grad`` did not raise as in eager.
+    (Training round 9.)"""
+    compiled = minidynamo.minicompile(_calls_under_no_grad, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(4, 3), torch.randn(3, 3))
+    expected = outcome(_calls_under_no_grad, [x_ref, w_ref])
+    assert expected[0] is RuntimeError
+    for _ in range(3):
+        assert outcome(compiled, [x, w]) == expected
+        assert torch.is_grad_enabled()
+
+
+def _no_grad_then_work(x, w):
+    with torch.no_grad():
+        minidynamo.graph_break()
+        y = x @ w
+    return y, (x @ w).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_inside_no_grad_block_computes_without_grad(backend):
+    """A graph break inside ``with torch.no_grad():``: the resume function computes the rest of the block without
+    grad, and the code after the block with grad, as in eager.  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_no_grad_then_work, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(4, 3), torch.randn(3, 3))
+    for _ in range(2):
+        out, out_ref = compiled(x, w), _no_grad_then_work(x_ref, w_ref)
+        assert_same(out, out_ref)
+        assert not out[0].requires_grad and out[1].requires_grad
+    assert sum(minidynamo.counters["graph_break"].values()) == 1

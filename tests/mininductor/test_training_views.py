@@ -1,0 +1,191 @@
+"""Training graphs whose outputs are views: in-place ops on them, their ``requires_grad``, saved copies of them.
+
+An ``autograd.Function`` output that is a view refuses in-place ops and takes ``requires_grad`` from its base
+whatever ``mark_non_differentiable`` says, so AOTAutograd re-makes such outputs as ordinary views outside the
+Function ([Note: outputs that are views]); a view no strided window can express (``flip``) is copied, with the
+traced strides.  Each test compares values *and* gradients with eager PyTorch and pins the frames compiled.
+Regression tests from the training fuzz rounds 8 and 9.  Budget: a few seconds on one core (Triton interpreter).
+"""
+import pytest
+import torch
+
+import minidynamo
+from mininductor import metrics
+
+from .utils import assert_same, frames_ok, leaves
+
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def _exp_and_its_detach(x):
+    y = x.exp()
+    return y.detach(), y
+
+
+def test_detached_output_of_a_differentiable_output_does_not_require_grad():
+    """``return y.detach(), y``: the ATen graph returns ``aten.alias(exp)`` for the detach, and ``aot_eager``
+    runs it as it is: a *view* of a differentiable output, and an ``autograd.Function`` output that is a view
+    takes ``requires_grad`` from its base whatever ``mark_non_differentiable`` says.  The first output required
+    grad (and had a grad_fn), unlike eager's.  (Training round 8.)"""
+    for backend in ("aot_eager", "inductor"):
+        minidynamo.reset()
+        compiled = minidynamo.minicompile(_exp_and_its_detach, backend=backend)
+        (x,), (x_ref,) = leaves(torch.randn(5))
+        (d, y), (d_ref, y_ref) = compiled(x), _exp_and_its_detach(x_ref)
+        assert_same((d, y), (d_ref, y_ref))
+        assert not d.requires_grad and d.grad_fn is None and y.requires_grad
+        y.sum().backward()
+        y_ref.sum().backward()
+        assert_same(x.grad, x_ref.grad)
+        assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _flip_of_column_major(x):
+    h = x.t().contiguous().t().flip(0)  # column-major, then flipped: eager's rev keeps the column-major strides
+    return h * h.sum(0, keepdim=True)
+
+
+def test_saved_flip_keeps_the_strides_the_backward_was_compiled_for():
+    """A forward output that is a view no strided window can express (``flip``) is copied; the copy was
+    row-major.  The forward saves ``rev`` for the backward, which was compiled for the traced strides
+    (column-major here), so it read the saved tensor transposed: every gradient wrong, values right.  The copy
+    now takes the traced strides (found by a random program: ``t().contiguous().t()``, ``flip``, ``var``).
+    (Training round 8.)"""
+    compiled = minidynamo.minicompile(_flip_of_column_major, backend="inductor")
+    (x,), (x_ref,) = leaves(torch.randn(4, 6))
+    out, ref = compiled(x), _flip_of_column_major(x_ref)
+    assert_same(out, ref, atol=1e-5, rtol=1e-4)
+    tangent = torch.randn(4, 6)
+    out.backward(tangent)
+    ref.backward(tangent)
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 1 and metrics.fallback_count == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In-place ops on views that a compiled training graph returns ([Note: outputs that are views])
+# ---------------------------------------------------------------------------------------------------------------
+def _flat_view(x, w):
+    return (x @ w).view(-1)
+
+
+def _row(x, w):
+    return (x @ w)[1]
+
+
+def _view_and_its_base(x, w):
+    a = x.sin() @ w
+    return a.t(), a
+
+
+def _two_rows(x, w):
+    a = x @ w
+    return a[0], a[2]
+
+
+def _columns_and_sum(x, w):
+    a = (x @ w) * 2  # not relu: eager's backward would refuse (relu saves its output, which the caller changes)
+    return a[:, 1:], a.sum()
+
+
+def _double(y):
+    y.mul_(2)
+
+
+def _fill_first(y):
+    y[0] = 5.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, op", [(_flat_view, _double), (_row, _fill_first), (_view_and_its_base, _double),
+                                   (_two_rows, _fill_first), (_columns_and_sum, _double)],
+                         ids=["flat_view", "row", "view_and_its_base", "two_rows", "columns_and_sum"])
+def test_inplace_on_a_returned_view_of_an_intermediate(backend, fn, op):
+    """``y = f(x)`` returning ``(x @ w).view(-1)`` (or ``a[1]``, ``a.t()``...), then ``y.mul_(2)`` in eager code:
+    an ``autograd.Function`` output that is a view refuses in-place ops ("a view created inside a custom
+    Function"), where eager rebases its history.  Now such outputs are re-made as ordinary views outside the
+    Function: same values, the change shows in an output sharing the memory (``a.t()`` and ``a``), same grads.
+    (Training round 9.)"""
+    compiled = minidynamo.minicompile(fn, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(3, 3), torch.randn(3, 3))
+    out, out_ref = compiled(x, w), fn(x_ref, w_ref)
+    op(out[0] if isinstance(out, tuple) else out)
+    op(out_ref[0] if isinstance(out_ref, tuple) else out_ref)
+    assert_same(out, out_ref)
+    outs, outs_ref = (out, out_ref) if isinstance(out, tuple) else ((out,), (out_ref,))
+    weights = [torch.randn(o.shape) for o in outs_ref]
+    sum((o * g).sum() for o, g in zip(outs, weights)).backward()
+    sum((o * g).sum() for o, g in zip(outs_ref, weights)).backward()
+    assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
+    assert frames_ok() == 1
+
+
+def _input_view(x):
+    return x.view(-1), x.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_view_of_an_input_is_a_view_of_that_input(backend):
+    """A view of a non-leaf input may be changed in place, and the input changes with it (eager); a view of a
+    leaf that requires grad refuses, with eager's own error.  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_input_view, backend=backend)
+    (leaf,), (leaf_ref,) = leaves(torch.randn(2, 3))
+    x, x_ref = leaf * 1, leaf_ref * 1
+    (y, s), (y_ref, s_ref) = compiled(x), _input_view(x_ref)
+    y.mul_(3)
+    y_ref.mul_(3)
+    assert_same((x, y, s), (x_ref, y_ref, s_ref))
+    (x.sum() + y.pow(2).sum() + s).backward()
+    (x_ref.sum() + y_ref.pow(2).sum() + s_ref).backward()
+    assert_same(leaf.grad, leaf_ref.grad)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        compiled(leaf)[0].add_(1)
+
+
+def _no_grad_views(x, w):
+    with torch.no_grad():
+        return x[1:], (x * w.sum()).view(-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_view_of_an_input_made_under_no_grad(backend):
+    """Under ``no_grad``, ``x[1:]`` of an ``x`` that requires grad is, in eager, a tensor with
+    ``requires_grad=True`` and no ``grad_fn``.  The joint graph asked autograd for its gradient and crashed
+    ("element 0 of tensors does not require grad").  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_no_grad_views, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(4, 3), torch.randn(3, 3))
+    out, out_ref = compiled(x, w), _no_grad_views(x_ref, w_ref)
+    assert_same(out, out_ref)
+    assert out[0].requires_grad and out[0].grad_fn is None and out[0]._base is x
+
+
+def _empty_batch_view(x, w):
+    return (x @ w).view(-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_output_view_keeps_the_gradient_of_the_weight(backend):
+    """Every empty tensor has ``data_ptr() == 0``: the empty output view was taken for a view of the (empty)
+    input and the weight got no gradient (None instead of eager's zeros).  Storages are compared by identity.
+    (Training round 9.)"""
+    compiled = minidynamo.minicompile(_empty_batch_view, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(0, 4), torch.randn(4, 4))
+    compiled(x, w).sum().backward()
+    _empty_batch_view(x_ref, w_ref).sum().backward()
+    assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad))
+
+
+def _expanded(x, w):
+    return (x @ w).unsqueeze(0).expand(2, -1, -1)
+
+
+def test_inplace_on_an_overlapping_returned_view_still_raises():
+    """Left out: an output whose elements overlap (``expand``) cannot be re-made from its base's gradient, so it
+    stays the Function's view and an in-place op on it raises (eager allows ``zero_``) -- never a wrong
+    gradient.  (Training round 9.)"""
+    compiled = minidynamo.minicompile(_expanded)
+    (x, w), _ = leaves(torch.randn(2, 2), torch.randn(2, 2))
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        compiled(x, w).zero_()
