@@ -12,6 +12,7 @@ import minidynamo
 from minidynamo import config, counters
 from minidynamo.exc import ConstraintViolationError
 from minidynamo.testing import CompileCounter
+from minidynamo.testing import same as _same
 
 
 @pytest.fixture(autouse=True)
@@ -319,3 +320,15 @@ def test_making_symbols_does_not_import_torch_export():
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "imported: []" in proc.stdout
+
+
+# --- a symbolic size compared by value (fuzz round 4) ---------------------------------------------------------------
+
+def test_a_symbolic_size_in_a_tuple_compares_by_value():
+    def fn(x):
+        n = x.shape[0]
+        return x + 1, n in (4, 5), n in [4.0], [3, 4, 5].index(n) if n in (3, 4, 5) else -1, [n, "a"].count(n)
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter(), dynamic=True)
+    for size in (4, 8, 5):
+        x = torch.arange(float(size))
+        assert _same(compiled(x), fn(x))

@@ -5,6 +5,8 @@ import torch
 import minidynamo
 from minidynamo.testing import CompileCounter
 
+X = torch.arange(3.0)
+
 
 def scaled(x, n):
     return torch.sin(x) * n
@@ -140,3 +142,15 @@ def test_module_wrapper_shares_parameters_and_respects_eval():
     a = om(x)
     torch.manual_seed(1)
     assert torch.equal(a, m(x)) and cnt.frame_count == 2
+
+
+# --- locals() in a frame with a graph break: the frame runs eagerly (fuzz round 4) ----------------------------------
+
+def test_locals_after_a_graph_break_runs_the_frame_eagerly():
+    def fn(x):
+        a = 1
+        y = x + a
+        print("break")
+        return y, sorted(locals()), sorted(vars()), "a" in dir()
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == ["a", "x", "y"]

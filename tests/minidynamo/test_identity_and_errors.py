@@ -2,10 +2,15 @@
 
 Found by differential fuzzing (compiled vs eager, several calls each).  Each test calls a compiled function and
 the plain one on equal inputs and compares what CPython guarantees: which results are the same object, which
-inputs alias, and the exact exception raised.  Budget: ~3 s.
+inputs alias, and the exact exception raised; objects built while tracing and bound methods are distinct
+objects, as in CPython (fuzz round 4).  Budget: ~3 s.
 """
 import pytest
 import torch
+
+from minidynamo.testing import check_against_eager as _check
+
+X = torch.arange(3.0)
 
 
 def _both(md, fn, *args_per_call):
@@ -235,3 +240,37 @@ def test_getattr_default_and_hasattr_swallow_only_attribute_error(md):
     assert str(compiled) == str(eager)
     eager, compiled = _both(md, hasattr_runs_the_property, lambda: (torch.ones(1), Obj()))
     assert str(compiled) == str(eager) and eager[0][0] is KeyError
+
+
+# --- objects built while tracing, and bound methods (fuzz round 4) --------------------------------------------------
+
+class _Plain:
+    def __init__(self, k):
+        self.k = k
+
+
+class _Keyed(_Plain):
+    def __eq__(self, other):
+        return isinstance(other, _Keyed) and self.k == other.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+
+def test_two_objects_built_while_tracing_are_not_the_same_object():
+    def fn(x):  # both had no real object yet, and `None is None` made them identical
+        a, b = _Plain(1), _Plain(2)
+        c, d = _Keyed(1), _Keyed(2)
+        return (x + 1, a is b, a is [a][0], a == b, [a, b].index(b), b in [a], [c, d].index(_Keyed(2)), _Keyed(1) in [c],
+                [c, d].count(_Keyed(3)))
+    assert _check(fn, X)[1:] == (False, True, False, 1, False, 1, True, 0)
+
+
+def test_bound_methods_are_new_objects_that_compare_equal():
+    def fn(x):
+        k = _Plain(1)
+        xs = [1]
+        m = k.__init__
+        return x + 1, k.__init__ is k.__init__, k.__init__ == k.__init__, m is [m][0], xs.append == xs.append, \
+            xs.append is xs.append, _Plain(2).__init__ == k.__init__
+    assert _check(fn, X)[1:] == (False, True, True, True, False, False)

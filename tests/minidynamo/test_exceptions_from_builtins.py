@@ -5,6 +5,8 @@ translator or a refusal, both hidden by the eager fallback.  Now the exception i
 (``exc.raise_observed_exception``): an ``except`` in the traced code catches it and tracing goes on, so the frame
 stays one graph; uncaught, the frame breaks there and Python raises it natively.  Every test compares with plain
 CPython -- values, the exception's type and ``args`` -- and counts graphs, breaks and eager fallbacks.
+Exceptions leaving ``with`` blocks, ``finally`` and ``except`` clauses are in ``test_exceptions_and_with.py``.
+(Pinned by the seventh session's fixes of translator errors; once named ``test_translator_errors_seventh.py``.)
 Budget: ~3 s.
 """
 import collections

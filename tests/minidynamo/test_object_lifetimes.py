@@ -1,48 +1,32 @@
-"""Differential fuzzing, round 6: each program that gave a wrong answer or an internal error, pinned.
+"""When objects die: a generator's ``finally`` (or ``with`` cleanup) runs where Python drops the generator, an object
+with ``__del__`` made in the frame dies where Python drops it, and a frame that broke keeps none of its arguments
+alive.
 
-The round ran ~410 programs (match statements, closures and ``nonlocal`` across breaks, descriptors, dataclasses,
-enums, dict/set/list/itertools semantics, string formatting and ``print``, exceptions, object lifetimes, module
-state), each with ``backend="eager"`` and the default backend, on Python 3.11 and 3.12.  What disagreed with CPython
-was mostly about *when* objects die, plus three smaller bugs.  Every test compares with the plain function (results and the
-order of a side-effect log) and counts graphs, graph breaks and eager fallbacks.  Budget: ~4 s.
+Found by differential fuzzing, round 6: the round ran ~410 programs (match statements, closures and ``nonlocal``
+across breaks, descriptors, dataclasses, enums, dict/set/list/itertools semantics, string formatting and ``print``,
+exceptions, object lifetimes, module state), each with ``backend="eager"`` and the default backend, on Python 3.11
+and 3.12; what disagreed with CPython was mostly about *when* objects die.  Every test compares with the plain
+function (results and the order of a side-effect log, ``helpers.LOG``) and counts graphs, graph breaks and eager
+fallbacks.  Budget: ~3 s.
 """
 import contextlib
 import gc
 import weakref
 
 import torch
+from helpers import LOG
+from helpers import break_count as _breaks
+from helpers import compare_log as _compare_log
+from helpers import fallback_reasons as _fallback_reasons
 
 import minidynamo
 from minidynamo.testing import CompileCounter
 from minidynamo.testing import check_against_eager as _check
 
 X = torch.arange(3.0)
-LOG = []
 
 
-def _compare_log(fn, *args):
-    """Runs ``fn`` plainly and compiled (``backend="eager"``); both must return alike and log alike, in order."""
-    LOG.clear()
-    expected = fn(*args)
-    gc.collect()
-    expected_log = list(LOG)
-    LOG.clear()
-    got = minidynamo.minicompile(fn, backend="eager")(*args)
-    gc.collect()
-    assert torch.equal(got, expected)
-    assert LOG == expected_log, (LOG, expected_log)
-    return expected_log
-
-
-def _fallback_reasons():
-    return " ".join(minidynamo.counters["eager_fallback"])
-
-
-def _breaks():
-    return sum(minidynamo.counters["graph_break"].values())
-
-
-# --- a. a generator's `finally` runs where Python drops the generator ------------------------------------------
+# --- a generator's `finally` runs where Python drops the generator (fuzz round 6) -----------------------------------
 # A generator made at a graph break lived on in the resume functions' arguments (held by the trampoline) and in
 # the refusals the compile context kept (their tracebacks held the translator's frames): `break` out of the loop
 # ran its `finally` after the code that follows the loop, or not before the call returned.  Now such a frame
@@ -194,7 +178,7 @@ def test_a_contextmanager_with_finally_still_compiles_around_its_with_block():
     assert counter.frame_count >= 2  # x.sin() before the with block, cos() + 1 after it
 
 
-# --- b. an object with __del__ made in the frame ---------------------------------------------------------------
+# --- an object with __del__ made in the frame (fuzz round 6) --------------------------------------------------------
 # Built while tracing, the object never existed for real, so its __del__ never ran; made at a break, it died late.
 
 class _Noisy:
@@ -235,7 +219,7 @@ def test_an_object_with_del_made_in_the_frame_dies_where_python_drops_it():
     assert "__del__" in _fallback_reasons()
 
 
-# --- c. refusals kept for reports hold no frames ---------------------------------------------------------------
+# --- refusals kept for reports hold no frames (fuzz round 6) --------------------------------------------------------
 
 def test_arguments_of_a_frame_that_broke_are_not_kept_alive():
     """``ctx.graph_breaks`` kept each refusal with its traceback: the translator's frames, and through them the
@@ -258,71 +242,3 @@ def test_arguments_of_a_frame_that_broke_are_not_kept_alive():
     gc.collect()
     assert alive() is None
     assert cnt.frame_count == 2 and _breaks() == 1
-
-
-# --- d. smaller wrong answers ----------------------------------------------------------------------------------
-
-class _Logged:
-    def __init__(self, t):
-        self.t = t
-
-    def __getattribute__(self, name):
-        LOG.append(("read", name))
-        return object.__getattribute__(self, name)
-
-
-def test_a_class_with_its_own_getattribute_is_read_through_it():
-    """``o.t`` skipped a user ``__getattribute__`` (the translator read the instance dict itself).  Now the read
-    is a graph break: Python calls the method.  (Not fixed: the translator's own probes go through the method
-    too -- ``isinstance(o, ...)`` reads ``o.__class__``, and it looks for its ``_minidynamo_*`` markers -- so the
-    reads of dunder and private names are left out of the comparison.)"""
-    def fn(x, o):
-        return o.t + x
-
-    o = _Logged(X)
-    LOG.clear()
-    expected = fn(X, o)
-    expected_log = list(LOG)
-    LOG.clear()
-    got = minidynamo.minicompile(fn, backend="eager")(X, o)
-    assert torch.equal(got, expected)
-    assert [r for r in LOG if not r[1].startswith("_")] == expected_log == [("read", "t")]
-    assert _breaks() == 1 and not minidynamo.counters["eager_fallback"]
-
-
-def test_reduce_of_an_empty_sequence_raises_type_error():
-    """An internal error (``pop from empty list``) made the frame run eagerly; now the translator raises CPython's
-    ``TypeError`` and the handler is traced."""
-    import functools
-    import operator
-
-    def fn(x):
-        try:
-            return functools.reduce(operator.add, [])
-        except TypeError as e:
-            return x * 2, str(e)
-
-    _check(fn, X)
-
-
-def test_a_dataclass_made_in_the_frame_is_no_internal_error():
-    """``@dataclasses.dataclass`` inside the compiled function reached a dict input that holds itself (a module's
-    ``__dict__`` kept as a global constant); wrapping it item by item recursed until ``RecursionError``, an
-    internal error.  Now that input is refused with its reason."""
-    import dataclasses
-
-    def fn(x):
-        @dataclasses.dataclass
-        class D:
-            a: int
-            b: int = 0
-
-            def __post_init__(self):
-                self.b = self.a * 2
-        return x * D(3).b
-
-    expected = fn(X)
-    got = minidynamo.minicompile(fn, backend="eager")(X)
-    assert torch.equal(got, expected)
-    assert "internal error" not in _fallback_reasons()
-    assert any("contains itself" in r for r in minidynamo.counters["graph_break"])

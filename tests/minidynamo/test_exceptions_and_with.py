@@ -1,0 +1,247 @@
+"""Exceptions in traced code: leaving ``with`` blocks (grad mode, autocast and user context managers are exited, an
+``__exit__`` may suppress or replace the exception), passing through ``finally`` and unmatched ``except`` clauses,
+graph breaks inside ``except`` blocks, and ``str`` / ``repr`` / ``format`` of a caught exception.
+
+The exceptions Python itself raises from builtins the translator runs (``int("z")``, ``[].pop()``, ...) are in
+``test_exceptions_from_builtins.py``.  Found by differential fuzzing (rounds 4 and 5).  Every test compares with the
+plain function -- results, exceptions' types and args, the side-effect log, grad and autocast state afterwards --
+and counts graphs, graph breaks and eager fallbacks.  Budget: ~2 s.
+"""
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+from minidynamo.testing import check_against_eager as _check
+from minidynamo.testing import same as _same
+
+X = torch.arange(3.0)
+
+
+# --- an exception leaving a `with` block (fuzz round 5) -------------------------------------------------------------
+
+def test_an_exception_leaving_no_grad_in_a_callee_restores_grad_mode():
+    """The exception left ``with torch.no_grad()`` in an inlined callee without its ``__exit__``: the graph ran the
+    rest with grad disabled, and the transformed code left the caller's process with grad disabled."""
+    def fn(x):
+        def f():
+            with torch.no_grad():
+                return 1 / 0
+        try:
+            f()
+        except ZeroDivisionError:
+            pass
+        return torch.is_grad_enabled(), x * 2
+
+    x = torch.arange(3.0, requires_grad=True)
+    got = _check(fn, x)
+    assert got[0] is True and got[1].requires_grad and torch.is_grad_enabled()
+
+
+def test_an_exception_leaving_nested_managers_exits_each():
+    def fn(x):
+        try:
+            with torch.no_grad():
+                y = x * 2
+                with torch.enable_grad(), torch.autocast("cpu"):
+                    raise KeyError(1)
+        except KeyError as e:
+            z, args = x * 3, e.args
+        return torch.is_grad_enabled(), torch.is_autocast_enabled("cpu"), y, z, args
+
+    _check(fn, torch.arange(3.0, requires_grad=True))
+    assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+
+
+class _Logged:
+    def __init__(self, log, suppress=False):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append(("exit", exc_type.__name__ if exc_type else None, exc.args if exc else None))
+        return self.suppress
+
+
+def test_an_exception_leaving_a_user_context_manager_calls_its_exit():
+    """Also: ``if exc_type:`` on a class and ``if exc:`` on an exception were 'truth value of ...' refusals."""
+    def fn(x, log):
+        def f():
+            with _Logged(log):
+                raise ValueError(7)
+        try:
+            f()
+        except ValueError:
+            log.append("caught")
+        return x + 1
+
+    _check(fn, X, [])
+
+
+def test_an_exit_that_suppresses_runs_eagerly():
+    def fn(x, log):
+        with _Logged(log, suppress=True):
+            raise ValueError(7)
+        return x + 1
+
+    cnt = CompileCounter()
+    log = []
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, log), X + 1)
+    assert log == ["enter", ("exit", "ValueError", (7,))]
+    assert "suppress" in next(iter(minidynamo.counters["eager_fallback"]))
+
+
+class _RaisingExit:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append("exit")
+        raise KeyError("from exit")
+
+
+def test_an_exception_raised_by_exit_replaces_the_one_leaving_the_block():
+    def fn(x, log):
+        def f():
+            with _RaisingExit(log):
+                raise ValueError(1)
+        try:
+            f()
+        except KeyError as e:
+            log.append(e.args)
+        except ValueError:
+            log.append("the exception __exit__ replaced")
+        return x + 1
+    _check(fn, X, [])
+
+
+# --- an exception at a graph break inside a `with` block (fuzz round 5) ---------------------------------------------
+
+def _raises_natively(t):
+    print("runs natively")
+    raise ValueError("h")
+
+
+@pytest.mark.parametrize("manager", ["no_grad", "autocast", "record_function"])
+def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager):
+    """The graph entered the block and the native call raised: grad mode (autocast) stayed as the block set it
+    in the caller's process ([Note: exits when the native instruction raises])."""
+    enter = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
+             "record_function": lambda: torch.autograd.profiler.record_function("r")}[manager]
+
+    def fn(x):
+        with enter():
+            y = x * 2
+            _raises_natively(y)
+        return y
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="h"):
+            compiled(X)
+        assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+    assert cnt.frame_count == 1  # fn's graph; the callee's frame runs eagerly (its raise is uncaught)
+
+
+# --- exceptions through cleanup handlers, and breaks inside except blocks (fuzz round 5) ----------------------------
+
+def test_an_unmatched_except_passes_the_exception_to_the_outer_try():
+    """``RERAISE`` (and the compiler's cleanup handlers) were refused: the frame ran eagerly."""
+    def fn(x, log):
+        def inner():
+            try:
+                raise IndexError(3)
+            finally:
+                log.append("finally")
+        try:
+            try:
+                inner()
+            except (ValueError, KeyError):
+                return x
+        except IndexError as e:
+            log.append(e.args)
+        return x + len(log)
+    _check(fn, X, [])
+
+
+def test_a_comprehension_that_raises_inside_try():
+    """On 3.12 the inlined comprehension's own handler (restoring ``i``) was not traced: the frame ran eagerly."""
+    def fn(x):
+        i = "outer"
+        try:
+            ys = [x / (1 - i) if i != 1 else 1 // 0 for i in range(3)]
+        except ZeroDivisionError as e:
+            ys = str(e)
+        return ys, i, x + 1
+    _check(fn, X)
+
+
+def test_no_graph_break_inside_an_except_block():
+    """A resume function does not run inside the except block: after a break there, a bare ``raise`` gave
+    "RuntimeError: No active exception to reraise", ``sys.exc_info()`` was empty and ``e.__traceback__`` None."""
+    import sys
+
+    def fn(x):
+        try:
+            try:
+                raise ValueError("v")
+            except ValueError as e:
+                minidynamo.graph_break()
+                info = sys.exc_info()[0], e.__traceback__ is None
+                raise
+        except ValueError as e:
+            return x + 1, info, e.args
+
+    cnt = CompileCounter()
+    assert _same(minidynamo.minicompile(fn, backend=cnt)(X), fn(X))
+    assert "except block" in next(iter(minidynamo.counters["eager_fallback"]))
+
+
+# --- str / repr / format of a caught exception (fuzz round 4) -------------------------------------------------------
+
+def test_str_repr_and_fstring_of_a_caught_exception():
+    def fn(x):
+        try:
+            raise ValueError("bad", 3)
+        except ValueError as e:
+            return x + 1, str(e), repr(e), f"{e}", f"{e!r:>30}", format(e, "")
+    _check(fn, X)
+
+
+def test_str_of_a_key_error_raised_by_a_dict():
+    def fn(x):
+        try:
+            return {"a": x}["b"]
+        except KeyError as e:
+            return x - 1, str(e), repr(e), ascii(e)
+    assert _check(fn, X)[1] == "'b'"
+
+
+def test_exception_with_its_own_str_is_not_printed_while_tracing():
+    class Loud(Exception):
+        def __str__(self):
+            return "loud"
+
+    def fn(x):
+        try:
+            raise Loud(1)
+        except Loud as e:
+            return x, str(e)
+    cnt = CompileCounter()
+    assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == "loud"
+
+
+def test_fstring_format_error_is_cpythons():
+    def fn(x):
+        try:
+            return f"{'a':d}"
+        except ValueError as e:
+            return x + 1, e.args
+    _check(fn, X)

@@ -1,0 +1,146 @@
+"""Functions made or called in the traced frame: ``functools.partial`` objects (identity, keywords, living across a
+break), functions and lambdas made in the frame, comprehension frames and the cells of their variables, and code
+made by ``exec()``.
+
+Found by differential fuzzing, round 5.  Every test compares with the plain function (results, object identity, the
+side-effect log) and counts graphs, graph breaks and eager fallbacks.  Budget: ~2 s.
+"""
+import functools
+import types
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo.testing import CompileCounter
+from minidynamo.testing import check_against_eager as _check
+from minidynamo.testing import same as _same
+
+X = torch.arange(3.0)
+
+
+# --- functions: partials, comprehension frames, functions made in the frame (fuzz round 5) --------------------------
+
+_MUL3 = functools.partial(torch.mul, other=3)
+
+
+_SUB2 = functools.partial(lambda a, b: a - b, b=2)
+
+
+def test_a_global_partial_with_keywords_only():
+    """``functools.partial(f, kw=...)`` has ``args == ()``, a constant: reading its ``.items`` was an internal
+    error."""
+    def fn(x):
+        return _MUL3(x), _SUB2(x)
+    _check(fn, X)
+
+
+def test_a_comprehension_frame_called_at_a_break_gets_its_implicit_argument():
+    """A 3.11 comprehension is a function whose argument is named ``.0``; run natively at a graph break, its frame
+    was bound through ``inspect.signature``, which calls it ``implicit0``, and the frame fell back to eager
+    ("local variable '.0' referenced before assignment")."""
+    def make(x):
+        return [x * v for v in range(3)]
+    listcomps = [c for c in make.__code__.co_consts if isinstance(c, types.CodeType)]
+    if not listcomps:
+        pytest.skip("comprehensions are inlined (PEP 709)")
+    comp = types.FunctionType(listcomps[0], globals(), "listcomp", None, (types.CellType(X),))
+    cnt = CompileCounter()
+    got = minidynamo.minicompile(comp, backend=cnt)(iter([1, 2]))
+    assert _same(got, [X * 1, X * 2])
+    assert not minidynamo.counters["eager_fallback"] and cnt.frame_count >= 1
+
+
+def test_a_function_made_in_the_frame_is_one_object_across_a_break():
+    """At the break on ``f.__defaults__ = (5,)`` the generated code rebuilt ``f`` twice: the store went to one
+    copy, the resume function got the other, and ``f(x)`` used the old default."""
+    def fn(x):
+        def f(a, b=1):
+            return a * b
+        f.__defaults__ = (5,)
+        return f(x)
+    _check(fn, X, graphs=1, breaks=1)
+
+
+# --- the identity of partials (fuzz round 5) ------------------------------------------------------------------------
+
+def test_two_partials_of_one_function_are_distinct_objects():
+    """``is`` compared the partials' shared ``func`` tracker: ``p1 is p2`` was True."""
+    def fn(x):
+        f = torch.mul
+        p1, p2 = functools.partial(f, x), functools.partial(f, x)
+        p3 = p1
+        return p1 is p2, p1 is p3, p1(2)
+    assert _check(fn, X)[:2] == (False, True)
+
+
+def test_a_partial_passed_twice_is_one_object():
+    def fn(x, p, q):
+        return p is q, q(x)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    p, other = functools.partial(torch.mul, 2), functools.partial(torch.mul, 2)
+    assert compiled(X, p, p)[0] is True
+    assert compiled(X, p, other)[0] is False
+    assert cnt.frame_count == 2
+
+
+def test_a_partial_made_in_the_frame_lives_across_a_break():
+    """It could not be rebuilt by the generated code: the frame ran eagerly."""
+    def fn(x):
+        p = functools.partial(lambda a, b, c=1: a * b + c, x, c=2)
+        q = p
+        minidynamo.graph_break()
+        return p(3), q is p, p.keywords
+    _check(fn, X, graphs=1, breaks=1)
+
+
+# --- comprehension variables and their cells (fuzz round 5) ---------------------------------------------------------
+
+def test_a_comprehension_variable_captured_by_a_lambda_has_its_own_cell():
+    """3.12 (PEP 709): ``LOAD_FAST_AND_CLEAR i; MAKE_CELL i`` gives the comprehension a cell of its own and
+    ``STORE_FAST i`` puts the function's cell back.  The translator kept one cell, so ``i = 7`` after the
+    comprehension changed what its lambdas returned ([1, 1] in eager, [7, 7] compiled)."""
+    def fn(x):
+        fs = [lambda: i for i in range(2)]  # noqa: B023 - the late binding is what is tested
+        i = 7
+        g = lambda: i
+        return x * g(), [f() for f in fs]
+    assert _check(fn, X)[1] == [1, 1]
+
+
+def test_a_comprehension_variable_that_is_a_plain_local_inside():
+    def fn(x):
+        i = 100
+        g = lambda: i
+        ys = [i * 2 for i in range(3)]
+        return x * g(), ys, i
+    _check(fn, X)
+
+
+# --- code made by exec() (fuzz round 5) -----------------------------------------------------------------------------
+
+_EXEC_SOURCE = '''
+import torch
+class Ctx:
+    def __init__(self, log): self.log = log
+    def __enter__(self): self.log.append("enter"); return self
+    def __exit__(self, *exc): self.log.append("exit"); return False
+def helper(x):
+    print("natively")
+    return x + 1
+def fn(x, log):
+    with Ctx(log):
+        x = x * 2
+    return helper(x)
+'''
+
+
+def test_code_made_by_exec_without_a_module_name():
+    """exec() without ``__name__`` in the globals: the class says ``__module__ == "builtins"`` and was folded like
+    a builtin over its constant args (the log never saw enter/exit), and a function's ``__module__`` is None
+    (``.startswith`` on it was an internal error at the break)."""
+    ns: dict = {}
+    exec(compile(_EXEC_SOURCE, "<generated>", "exec"), ns)  # noqa: S102 - exec is what is tested
+    _check(ns["fn"], X, [], graphs=2, breaks=2)
