@@ -316,8 +316,9 @@ def _compile_fx(gm, example_inputs):
 
 def _guard_aliased_inputs(compiled: Callable, gm: torch.fx.GraphModule, aten_gm: torch.fx.GraphModule) -> Callable:
     """``compiled``, or ``gm`` when inputs share memory and the graph writes one of them ([Note: aliased inputs
-    of a mutating graph] in aot_autograd.py).  A mutated input is a ``copy_`` into a placeholder in ``aten_gm``."""
-    from .aot_autograd import eager_if_inputs_alias
+    of a mutating graph] in _aot_autograd/runtime_wrappers.py).  A mutated input is a ``copy_`` into a placeholder
+    in ``aten_gm``."""
+    from ._aot_autograd.runtime_wrappers import eager_if_inputs_alias
     mutates = any(n.args[0].op == "placeholder"
                   for n in aten_gm.graph.find_nodes(op="call_function", target=torch.ops.aten.copy_.default))
     return eager_if_inputs_alias(compiled, gm) if mutates else compiled

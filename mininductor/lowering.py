@@ -1,4 +1,4 @@
-"""ATen op -> IR: ``register_lowering`` and the pointwise, creation, cat/pad and indexing lowerings
+"""ATen op -> IR: ``register_lowering`` and the pointwise, creation and cat/pad lowerings
 (mirrors ``torch/_inductor/lowering.py``; views live in ``view_lowering.py``, reductions and matmuls in
 ``reduction_lowering.py``, indexing in ``index_lowering.py``).
 

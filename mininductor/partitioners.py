@@ -1,7 +1,8 @@
 """Partitioners: cut a joint forward+backward ATen graph into a forward graph and a backward graph.
 
-What goes in: the joint graph of ``aot_autograd.trace_joint`` -- placeholders ``primals_*`` then ``tangents_*``,
-output ``[*forward outputs, *grads]`` (a grad may be None) -- and ``num_fwd_outputs``.
+What goes in: the joint graph of ``trace_joint`` (``_aot_autograd/graph_capture_wrappers.py``) -- placeholders
+``primals_*`` then ``tangents_*``, output ``[*forward outputs, *grads]`` (a grad may be None) -- and
+``num_fwd_outputs``.
 What comes out: ``(fw_gm, bw_gm)``.  ``fw_gm(*primals) -> (*forward outputs, *saved)`` and
 ``bw_gm(*saved, *tangents) -> (*grads that are not None)``.  The *saved* tensors are what the forward hands to the
 backward through ``ctx.save_for_backward``; they stay alive from forward to backward, so they cost memory.

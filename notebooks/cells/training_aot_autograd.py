@@ -113,5 +113,5 @@ Upstream's AOTAutograd (`torch/_functorch/_aot_autograd/`) also handles tensor s
 inputs in training graphs, RNG state (functionalized so recomputed dropout masks match), double backward and
 activation checkpointing policies; its min-cut partitioner weighs ops by a runtime estimate and bans recomputing
 ops that read too much memory. Ours keeps the same three steps -- collect metadata, trace the joint graph, partition
--- in about a thousand lines (`aot_autograd.py`, `partitioners.py`)."""),
+-- in about 1,300 lines (`aot_autograd.py`, `_aot_autograd/`, `partitioners.py`)."""),
     ]

@@ -1,0 +1,275 @@
+"""What runs at call time around the compiled graphs: the autograd.Function and the wrappers that restore eager's
+semantics the functional graphs left out.
+
+What goes in: the compiled forward (and a way to compile the backward) and the graph's ``ViewAndMutationMeta``.
+What comes out: ``runtime(*args)``, returning what ``gm`` returns:
+
+* ``make_inference_runtime``: the forward under ``no_grad``;
+* ``make_autograd_runtime``: forward and backward as one ``torch.autograd.Function`` (upstream's
+  ``CompiledFunction``), so a compiled graph is one node of eager's autograd graph; a second backward through its
+  gradients raises ([Note: double backward]);
+* both copy mutated inputs' new values back into the real inputs ([Note: input mutations]) and put constant
+  outputs back in ``gm``'s output structure;
+* outputs that are views are re-made outside the Function, so in-place ops on them work as in eager
+  ([Note: outputs that are views]);
+* ``eager_if_inputs_alias``: a mutating graph called with inputs that share memory runs ``gm`` eagerly
+  ([Note: aliased inputs of a mutating graph]).
+
+Mirrors ``torch/_functorch/_aot_autograd/runtime_wrappers.py`` (``RuntimeWrapper``, ``AOTDispatchAutograd``'s
+``CompiledFunction``, ``gen_alias_from_base``, ``AOTSyntheticBaseWrapper``).
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from .schemas import ViewAndMutationMeta
+
+
+# [Note: input mutations]
+# The compiled graphs are functional: an input mutated by ``gm`` comes back as an extra output holding its new
+# value, and the runtime copies it into the real input afterwards. The copy happens outside the autograd.Function:
+# under grad mode, when the new value requires grad, so the input's autograd history becomes "copy of that output"
+# and gradients flow through the graph to the input's old value, as they would in eager; otherwise under no_grad,
+# so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.  A leaf that
+# requires grad is always written under no_grad: eager refuses any other in-place change of it, so the program
+# made this one under ``torch.no_grad()`` (the new value may still require grad: it is computed from the leaf).
+def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -> None:
+    for i, new in zip(meta.mutated_inputs, new_values):
+        if new is args[i]:  # the graph wrote into the input itself (mininductor's reinplace.py): a kernel
+            torch.autograd.graph.increment_version(new)  # autograd did not see, so say it changed, as copy_ would
+            continue
+        leaf_with_grad = args[i].is_leaf and args[i].requires_grad  # eager can only have changed it under no_grad
+        if new.requires_grad and torch.is_grad_enabled() and not leaf_with_grad:
+            args[i].copy_(new)
+        else:
+            with torch.no_grad():
+                args[i].copy_(new)
+
+
+def _user_outputs(meta: ViewAndMutationMeta, tensors: list) -> Any:
+    """Put the compiled graph's tensors back between the constant outputs, in ``gm``'s output structure."""
+    if meta.all_tensors:  # the usual case: nothing to put back, and (mostly) a flat list
+        return meta.unflatten(tensors)
+    it = iter(tensors)
+    flat = [next(it) if c is meta.TENSOR else c for c in meta.outputs]
+    return meta.unflatten(flat)
+
+
+def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
+    """A saved tensor that shares memory with an input we are about to overwrite is saved as a copy.
+
+    The backward needs the value from *before* the mutation (and autograd would rightly refuse a tensor whose version
+    changed after it was saved).
+    """
+    storages = {m.untyped_storage().data_ptr() for m in mutated}
+    return [s.clone() if s.untyped_storage().data_ptr() in storages else s for s in saved]
+
+
+def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> Callable:
+    def runtime(*args):
+        # no output requires grad (that is why this is the inference path), whatever the caller's grad mode: an
+        # ATen graph run as it is (aot_eager) has lost gm's ``set_grad_enabled(False)`` regions, and under the
+        # caller's grad mode its ``exp`` of an input that requires grad would record history eager did not
+        with torch.no_grad():
+            outs = list(compiled_fw(*args))
+        n = meta.num_tensor_outputs
+        _apply_mutations(args, meta, outs[n:])
+        return _user_outputs(meta, outs[:n])
+
+    return runtime
+
+
+def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
+    """An output without grad that *is* an output with grad (``y`` and ``y.detach()`` compiled to one buffer) is
+    returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too.
+    So is one that is a *view* (``aten.alias(y)``, what ``y.detach()`` becomes in an ATen graph run as it is): a
+    view returned by an ``autograd.Function`` takes ``requires_grad`` from its base whatever it is marked."""
+    differentiable = {id(o) for o, rg in zip(outs, requires_grad) if rg}
+    return [o.detach() if not rg and (id(o) in differentiable or o._is_view()) else o
+            for o, rg in zip(outs, requires_grad)]
+
+
+def _refuse_double_backward(grads: tuple) -> tuple:
+    """[Note: double backward]  Under ``create_graph=True`` eager's input gradients require grad (they are
+    functions of the inputs); ours come from a backward graph that autograd did not record, so they would look
+    constant, and a loss built on them (a gradient penalty) would silently miss that term.  As upstream
+    (``CompiledFunctionBackward``) and ``once_differentiable``, they are returned as requiring grad, through a node
+    that raises if a second backward reaches it.  (``once_differentiable`` alone decides from the incoming
+    gradients, which do not require grad in ``torch.autograd.grad(loss, x, create_graph=True)``.)"""
+    tensors = [g for g in grads if g is not None]
+    err = torch._C._functions.DelayedError(
+        b"minicompile: double backward (create_graph=True, then a backward through the gradients) of a compiled "
+        b"graph is not supported; compute the gradient penalty eagerly (minidynamo.disable)", len(tensors))
+    wrapped = err(*[g.detach().requires_grad_() for g in tensors])
+    wrapped = iter(wrapped if isinstance(wrapped, tuple) else (wrapped,))  # one tensor comes back bare
+    return tuple(None if g is None else next(wrapped) for g in grads)
+
+
+# [Note: outputs that are views]
+# An output of an ``autograd.Function`` that is a view (of an intermediate buffer, of an input, of another output)
+# is marked as "created in a custom Function", and autograd refuses any in-place op on it -- but in eager,
+# ``y = f(x)`` returning ``(x * 2).view(-1)`` may be changed with ``y.add_(1)`` (autograd rebases its history).
+# As upstream's runtime wrappers (``gen_alias_from_base``), such an output is re-made *outside* the Function, as a
+# view (``as_strided``: same size, strides and storage offset) of a tensor autograd knows as an ordinary one:
+#   * the input it aliases (its gradient then flows to the input directly, as in eager; a view of a leaf that
+#     requires grad refuses in-place ops with eager's own error);
+#   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
+#   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
+#     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
+#     (not an ``expand``; ``a[0], a[1]`` but not ``a[0], a.t()``): then reading the base's gradient at a view's
+#     positions gives each element its own gradient, where overlapping views would each get the other's too.
+#     Other views stay as they are: an in-place op on them raises, never a wrong gradient.
+# The view outputs of the Function itself are dropped: their gradients arrive as zeros.
+def _storage_key(t: torch.Tensor) -> int:
+    """Which storage ``t`` is a view of (its ``StorageImpl``; ``data_ptr`` is 0 for every empty tensor)."""
+    return t.untyped_storage()._cdata
+
+
+def _no_overlap(t: torch.Tensor) -> bool:
+    """No two elements of ``t`` share memory: with its dims in order of stride, each stride passes the reach of
+    the smaller ones.  (Sufficient, not necessary; ``torch._debug_has_internal_overlap`` gives up on most views.)"""
+    reach = 0
+    for size, stride in sorted(((sz, st) for sz, st in zip(t.size(), t.stride()) if sz > 1), key=lambda d: d[1]):
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True
+
+
+def _disjoint_views(views: list[torch.Tensor]) -> bool:
+    """Views of one contiguous base that share no element, within or between them (sufficient: the memory spans
+    of different views do not meet)."""
+    if not all(v._base is views[0]._base and v._base.is_contiguous() and _no_overlap(v) for v in views):
+        return False
+    spans = sorted((v.storage_offset(), v.storage_offset() + sum(st * (sz - 1) for sz, st in zip(v.size(), v.stride())))
+                   for v in views if v.numel())
+    return all(end < start for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+@dataclasses.dataclass
+class OutputAliasPlan:
+    """For one call: which user outputs are re-made as views, and of what (see [Note: outputs that are views])."""
+
+    # user output index -> ("input", i) | ("output", j) | ("base", index into ``bases``), with the view's geometry
+    views: dict[int, tuple[str, int, tuple]]
+    bases: list[torch.Tensor]  # base buffers returned as extra outputs of the Function
+
+    @staticmethod
+    def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
+        plan = OutputAliasPlan({}, [])
+        inputs = {_storage_key(a): i for i, a in enumerate(args)
+                  if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs}
+        plain = {_storage_key(o): j for j, (o, rg) in enumerate(zip(outs, requires_grad))
+                 if rg and not o._is_view()}
+        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]
+        by_storage = collections.defaultdict(list)
+        for k in views:
+            by_storage[_storage_key(outs[k])].append(outs[k])
+        disjoint = {ptr for ptr, group in by_storage.items() if _disjoint_views(group)}
+        base_index: dict[int, int] = {}
+        any_input = {_storage_key(a): i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+        for k in meta.no_grad_views:  # re-made under no_grad, as eager made them
+            if (ptr := _storage_key(outs[k])) in any_input:
+                o = outs[k]
+                plan.views[k] = ("input", any_input[ptr], (tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+        for k in views:
+            o = outs[k]
+            geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset())
+            ptr = _storage_key(o)
+            if ptr in inputs:
+                plan.views[k] = ("input", inputs[ptr], geometry)
+            elif ptr in plain:
+                plan.views[k] = ("output", plain[ptr], geometry)
+            elif ptr in disjoint:
+                if ptr not in base_index:
+                    base_index[ptr] = len(plan.bases)
+                    plan.bases.append(o._base)
+                plan.views[k] = ("base", base_index[ptr], geometry)
+        return plan
+
+    def regenerate(self, args: tuple, outs: list, bases: tuple) -> list:
+        """The user outputs, with the planned ones re-made as ordinary autograd views."""
+        for k, (kind, index, (size, stride, offset)) in self.views.items():
+            source = {"input": args, "output": outs, "base": bases}[kind][index]
+            with torch.set_grad_enabled(outs[k].requires_grad):
+                outs[k] = source.as_strided(size, stride, offset)
+        return outs
+
+    def tangents_of_views(self, grad_outs: list, base_grads: tuple) -> list:
+        """A view re-made from a base buffer gets its gradient through that base: read it back at its positions."""
+        for k, (kind, index, (size, stride, offset)) in self.views.items():
+            if kind == "base":
+                base = self.bases[index]
+                grad = base_grads[index].contiguous()
+                grad_outs[k] = grad.as_strided(size, stride, offset - base.storage_offset())
+        return grad_outs
+
+
+def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
+                          num_grads: list[bool]) -> Callable:
+    """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
+
+    ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``.
+    """
+    n_fw = meta.num_fw_outputs
+    fw_rg = meta.fw_output_requires_grad
+
+    plans: list[OutputAliasPlan] = []  # forward -> runtime: how to re-make this call's aliased outputs
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            outs = list(compiled_fw(*args))
+            fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
+            ctx.save_for_backward(*_unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs]))
+            ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
+            ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta)
+            plans.append(plan)
+            return (*fw_outs, *plan.bases)
+
+        @staticmethod
+        def backward(ctx, *grad_outs):
+            with torch.no_grad():
+                grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
+                tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
+                grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
+                grads = tuple(next(grads) if has else None for has in num_grads)
+            if torch.is_grad_enabled() and any(ctx.needs_input_grad):
+                return _refuse_double_backward(grads)
+            return grads
+
+    def runtime(*args):
+        # [Note: enable_grad inside]  Some outputs require grad (``meta``), so autograd must record this node even
+        # when the caller runs under ``no_grad`` and ``gm`` turned grad mode on itself (``with torch.enable_grad():``
+        # inside): ``apply`` under no_grad would return plain tensors.  Outputs eager computed without grad are
+        # marked non-differentiable in ``forward``, so they stay plain either way.
+        with torch.enable_grad():
+            outs = CompiledFunction.apply(*args)
+        n = meta.num_tensor_outputs
+        user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
+        _apply_mutations(args, meta, list(outs[n:n_fw]))
+        return _user_outputs(meta, user_outs)
+
+    return runtime
+
+
+def eager_if_inputs_alias(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:
+    """[Note: aliased inputs of a mutating graph]  The graph was traced on fake inputs that share no memory, so
+    its functional form reads ``b`` as it was before ``a.add_(1)`` -- wrong when the caller passes ``a`` and
+    ``a[:]`` (upstream's AOTAutograd regenerates both from a "synthetic base").  Left out here: when two tensor
+    inputs of a graph that mutates an input share storage, ``gm`` itself runs, eagerly, in-place ops in order.
+    (Also applied by compile_fx to inference graphs traced without AOTAutograd: ``_guard_aliased_inputs``.)"""
+    def runtime(*args):
+        storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
+        if len(set(storages)) != len(storages):
+            return gm(*args)
+        return compiled(*args)
+
+    return runtime
