@@ -91,7 +91,7 @@ inference = make_moe("tutorial", "small").eval()   # eval mode, no grad: the inf
 with warnings.catch_warnings(), torch.no_grad():
     warnings.simplefilter("ignore")
     torch.testing.assert_close(minicompile(inference, backend=backend)(x)[0], inference(x)[0])
-experts = [p for p in sorted(root.glob("graph_*/output_code.py")) if "index_put" in p.read_text()]
+experts = [p for p in sorted(root.glob("graph_*/output_code.py")) if "tl.atomic_add" in p.read_text()]
 code = experts[0].read_text()                   # the first expert's graph (the routing's has no scatter)
 print(code[code.index("def call"):])"""),
         md("## Training: three steps, compiled vs eager losses"),
