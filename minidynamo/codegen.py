@@ -17,7 +17,8 @@ from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
 from .variables.dicts import DictVariable, SetVariable
 from .variables.functions import NestedUserFunctionVariable, PartialVariable
-from .variables.lists import BaseListVariable, ListIteratorVariable
+from .variables.iter import ListIteratorVariable
+from .variables.lists import BaseListVariable
 
 GRAPH_OUT = "___graph_out"
 

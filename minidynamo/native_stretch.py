@@ -1,6 +1,6 @@
 """Native stretches: a graph break that also runs the next data-dependent subscript natively, in the same frame.
 
-In:  the translator at a graph break (``convert_frame.compile_and_break``), after the breaking instruction.
+In:  the translator at a graph break (``graph_break.compile_and_break``), after the breaking instruction.
 Out: the few instructions that follow it, when they only move locals and end in a subscript of a tensor by a
 boolean tensor; ``emit_native_stretch`` copies them into the transformed code, and the resume function starts
 after them.

@@ -118,7 +118,7 @@ class SideEffects:
         reloaded from its source (``L['d']['a']``) must be read before ``d`` is cleared.
 
         ``cell_stores`` are (name, value) of the frame's own cells the traced code assigned (``STORE_DEREF``; see
-        ``convert_frame.cell_stores``): written with ``STORE_DEREF`` into the real cells, after the values are read
+        ``graph_break.cell_stores``): written with ``STORE_DEREF`` into the real cells, after the values are read
         like the rest (a value may be reloaded from a free variable that is itself being rebound).
         """
         from .codegen import Fresh

@@ -4,7 +4,9 @@ In:  a code object, its globals, and trackers for its arguments.  Out: an FX gra
 root frame, the instructions of the transformed code.  The translator is a small interpreter: ``step`` fetches the
 next instruction and calls the method named exactly like the opcode (``LOAD_FAST``, ``BINARY_OP``, ``CALL``...).  Where
 CPython would compute a value, the handler asks the trackers what the value *would be*; tensor operations become FX
-nodes.  Calls to user functions are inlined by a nested ``InliningInstructionTranslator``.
+nodes.  Calls to user functions are inlined by a nested ``InliningInstructionTranslator`` (``inlining.py``); the
+exception table, ``raise`` and ``with`` blocks are handled by ``ExceptionHandlingMixin`` (``exception_handling.py``);
+at a graph break the root translator hands over to ``graph_break.compile_and_break``.
 
     def f(x):               LOAD_FAST x        -> stack [TensorVariable(x)]
         return x.sin() + 1  LOAD_ATTR sin      -> stack [NULL, BoundMethod(x.sin)]
@@ -19,7 +21,6 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import dis
 import importlib
 import inspect
@@ -33,15 +34,14 @@ from typing import Any
 import torch
 
 from . import config
-from .bytecode_analysis import closing_runs_code
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
-from .exc import ObservedException, Unsupported, raise_observed_exception, refuse_frame, unimplemented
+from .exc import ObservedException, Unsupported, raise_observed_exception, unimplemented
+from .exception_handling import ExceptionHandlingMixin
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (
     BuiltinVariable,
     CellVariable,
     ConstantVariable,
-    ContextManagerVariable,
     DictVariable,
     ListIteratorVariable,
     ListVariable,
@@ -53,14 +53,13 @@ from .variables import (
     TupleVariable,
     VariableBuilder,
     VariableTracker,
-    WithExitFunctionVariable,
     wrap_constant_result,
 )
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import binary_op, compare_op, get_iterator, is_op, unary_op
+from .variables.builtin import get_iterator
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
-from .variables.lists import GeneratorResultVariable
-from .variables.misc import ExceptionVariable, PreviousExceptionVariable, plain_exception_class
+from .variables.misc import ExceptionVariable
+from .variables.operators import binary_op, compare_op, is_op, unary_op
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -79,7 +78,7 @@ STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP"
 step_observer = None
 
 
-class InstructionTranslatorBase:
+class InstructionTranslatorBase(ExceptionHandlingMixin):
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
                  parent: InstructionTranslatorBase | None = None):
         self.f_code = f_code
@@ -124,98 +123,6 @@ class InstructionTranslatorBase:
             except ObservedException as e:
                 if not self.handle_observed_exception(e):
                     raise  # to the caller's frame (its CALL may sit in a try block), else a refusal
-
-    # --- exceptions raised by the traced code -------------------------------------------------------------------
-    def handle_observed_exception(self, e: ObservedException) -> bool:
-        """Continue at the user's ``except`` handler covering the current instruction, as CPython would: the stack
-        is cut to the try block's depth, then (lasti,) and the exception are pushed.  A ``with`` block the
-        exception leaves is exited on the way out ([Note: exceptions leaving a with block]); the compiler's own
-        cleanup blocks, which end in ``RERAISE``, are traced too ([Note: cleanup handlers]).  Any other handler:
-        False, the exception goes on to the caller."""
-        offset, raised = self.current_instruction.offset, e
-        while True:
-            entry = self.exception_entry_at(offset)
-            k = None if entry is None or len(self.stack) < entry.depth else self.index_of[entry.target]
-            if k is None or self.instructions[k].opname != "PUSH_EXC_INFO" and not self.is_cleanup_handler(k):
-                if e is not raised:
-                    raise e  # an __exit__ raised on the way: its exception goes on to the caller
-                return False
-            if self.instructions[k].opname != "PUSH_EXC_INFO":
-                break
-            if self.instructions[k + 1].opname != "WITH_EXCEPT_START":
-                break
-            try:
-                self.exit_with_block(entry, e)
-            except ObservedException as from_exit:  # __exit__ raised: that exception goes on in place of ``e``
-                e = from_exit
-            # CPython re-raises from the handler; what catches it there catches the exception leaving the block
-            offset = self.exception_entry_at(self.instructions[k + 1].offset).target
-        del self.stack[entry.depth:]
-        if entry.lasti:
-            self.push(ConstantVariable(offset))
-        self.push(e.exc_vt)
-        self.ip = k
-        return True
-
-    def exception_entry_at(self, offset: int):
-        return next((x for x in dis.Bytecode(self.f_code).exception_entries if x.start <= offset < x.end), None)
-
-    # [Note: exceptions leaving a with block]  An exception raised inside ``with torch.no_grad():`` (here, or in a
-    # function inlined here) and caught outside the block, maybe by a caller, must leave grad mode as it found it:
-    # CPython's handler calls ``__exit__`` before the exception goes on.  Skipping it left the graph -- and, through
-    # the grad mode the transformed code restores, the caller's process -- with grad disabled.  torch's managers
-    # never suppress; a user ``__exit__`` is inlined and must return a constant false (suppressing would resume
-    # after the block, which is not traced).
-    def exit_with_block(self, entry, e: ObservedException) -> None:
-        exit_fn = self.stack[entry.depth - 1]  # BEFORE_WITH pushed it below the block's stack
-        del self.stack[entry.depth - 1:]
-        if isinstance(exit_fn, WithExitFunctionVariable):
-            exit_fn.ctx.exit(self)
-        else:
-            exc = e.exc_vt
-            result = exit_fn.call_function(self, [wrap_constant_result(exc.exc_type), exc, ConstantVariable(None)], {})
-            if not result.is_python_constant() or result.as_python_constant():
-                unimplemented("a context manager's __exit__ may suppress an exception raised while tracing",
-                              "the frame runs eagerly; raise outside the `with` block to trace it")
-
-    def PUSH_EXC_INFO(self, inst):
-        exc = self.pop()
-        self.push(PreviousExceptionVariable())
-        self.push(exc)
-
-    def POP_EXCEPT(self, inst):
-        self.pop()
-
-    def CHECK_EXC_MATCH(self, inst):
-        classes = self.pop().as_python_constant()
-        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), classes)))
-
-    # [Note: cleanup handlers]  Besides ``except`` clauses (PUSH_EXC_INFO) the compiler makes small handlers that
-    # tidy up and re-raise: ``COPY 3; POP_EXCEPT; RERAISE 1`` after an except clause, ``e = None; del e; RERAISE 1``
-    # for ``except ... as e``, and on 3.12 the restore of an inlined comprehension's variable (``SWAP 2; POP_TOP;
-    # SWAP 2; STORE_FAST i; RERAISE 0``).  They are traced like any code, and ``RERAISE`` raises the traced
-    # exception again, so it reaches the next handler out: an unmatched ``except``, a ``finally`` or a failing
-    # comprehension inside ``try`` work as in CPython.  Other handlers (a 3.12 generator's StopIteration wrapper)
-    # are not traced.
-    CLEANUP_OPS = frozenset({"SWAP", "POP_TOP", "COPY", "POP_EXCEPT", "STORE_FAST", "LOAD_CONST", "DELETE_FAST",
-                             "STORE_DEREF", "DELETE_DEREF", "RERAISE", "NOP"})
-
-    def is_cleanup_handler(self, k: int) -> bool:
-        """Is the handler at instruction ``k`` a straight run of moves and stores ending in ``RERAISE``?"""
-        for inst in self.instructions[k:]:
-            if inst.opname == "RERAISE":
-                return True
-            if inst.opname not in self.CLEANUP_OPS:
-                return False
-        return False
-
-    def RERAISE(self, inst):
-        exc = self.pop()
-        if inst.arg:
-            self.pop()  # the lasti CPython restores; nothing while tracing
-        if not isinstance(exc, ExceptionVariable):
-            unimplemented(f"re-raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
-        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
 
     def step(self) -> None:
         inst = self.instructions[self.ip]
@@ -354,7 +261,7 @@ class InstructionTranslatorBase:
         if cell.source is not None and not self.is_root_cell(cell):
             unimplemented(f"assigning to the enclosing function's variable {inst.argval!r} (nonlocal)",
                           "return the new value instead of assigning a nonlocal")
-        cell.set(self.pop())  # a cell of the compiled frame: written for real by convert_frame.cell_stores
+        cell.set(self.pop())  # a cell of the compiled frame: written for real by graph_break.cell_stores
         if inst.argval in self.f_code.co_freevars:  # an enclosing function's variable (nonlocal)
             self.output.side_effects.writes += 1
         self.output.side_effects.cell_writes += 1
@@ -433,7 +340,6 @@ class InstructionTranslatorBase:
         user function; a plain store is a side effect replayed on the real object (``SideEffects``)."""
         from .variables.functions import UserMethodVariable
         from .variables.nn_module import NNModuleVariable
-        from .variables.user_defined import UserDefinedClassVariable
         if isinstance(obj, UserDefinedClassVariable):
             return obj.store_attr(self, name, value)
         if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
@@ -819,43 +725,10 @@ class InstructionTranslatorBase:
         if self.depth() >= config.max_inline_depth:
             unimplemented(f"inlining deeper than {config.max_inline_depth} calls (recursion?)")
         bound, cells = fn_vt.bind(self, args, kwargs)
+        from .inlining import InliningGeneratorTranslator, InliningInstructionTranslator
         cls = InliningGeneratorTranslator if code.co_flags & inspect.CO_GENERATOR else InliningInstructionTranslator
         tx = cls(code, fn_vt.get_globals(), bound, cells, self.output, parent=self)
         return tx.run_inline()
-
-    # --- with blocks ----------------------------------------------------------------------------------------
-    def BEFORE_WITH(self, inst):
-        ctx = self.pop()
-        if isinstance(ctx, UserDefinedObjectVariable) and not ctx.is_constant:
-            return self.enter_user_context(ctx)
-        if not isinstance(ctx, ContextManagerVariable):
-            unimplemented(f"`with` on {ctx.describe()}",
-                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function and context managers "
-                          "whose __enter__/__exit__ are Python functions are traced")
-        self.push(WithExitFunctionVariable(ctx))
-        self.push(ctx.enter(self))
-
-    def enter_user_context(self, ctx: UserDefinedObjectVariable) -> None:
-        """``with obj:`` where ``__enter__``/``__exit__`` are Python functions: inline them like any method call.
-
-        The bound ``__exit__`` goes on the stack, where the normal exit path calls it with (None, None, None).
-        Generator-based managers (``@contextlib.contextmanager``) are refused: a generator called while tracing is
-        run to its end at once, which would run the code after ``yield`` before the body."""
-        cls = ctx.python_type()
-        if cls.__module__.split(".")[0] == "torch":  # torch.autocast & co. change global state graph nodes lose
-            unimplemented(f"`with {cls.__module__}.{cls.__qualname__}(...)` is not traced",
-                          "only torch.no_grad/enable_grad/set_grad_enabled/record_function are understood")
-        if issubclass(cls, contextlib._GeneratorContextManagerBase):
-            unimplemented(f"`with` on a @contextlib.contextmanager ({cls.__name__})",
-                          "write the context manager as a class with __enter__/__exit__")
-        for name in ("__enter__", "__exit__"):
-            if not isinstance(inspect.getattr_static(cls, name, None), types.FunctionType):
-                unimplemented(f"`with` on {ctx.describe()}: {name} is not a Python function",
-                              "only context managers whose __enter__/__exit__ are Python functions are traced")
-        exit_fn = ctx.var_getattr(self, "__exit__")
-        entered = ctx.var_getattr(self, "__enter__").call_function(self, [], {})
-        self.push(exit_fn)
-        self.push(entered)
 
     # --- match statements (3.10+) -------------------------------------------------------------------------------
     def _subject_type(self, subject: VariableTracker) -> type:
@@ -882,7 +755,7 @@ class InstructionTranslatorBase:
         found = all(k in subject.items for k in keys)
         self.push(TupleVariable([subject.items[k] for k in keys]) if found else ConstantVariable(None))
 
-    # --- imports, assertions, unsupported -----------------------------------------------------------------------
+    # --- imports, returns ---------------------------------------------------------------------------------------
     def IMPORT_NAME(self, inst):
         fromlist = self.pop().as_python_constant()
         level = self.pop().as_python_constant()
@@ -891,33 +764,6 @@ class InstructionTranslatorBase:
 
     def IMPORT_FROM(self, inst):
         self.push(self.stack[-1].var_getattr(self, inst.argval))
-
-    def LOAD_ASSERTION_ERROR(self, inst):
-        self.push(wrap_constant_result(AssertionError))
-
-    def RAISE_VARARGS(self, inst):
-        if inst.arg != 1:
-            unimplemented("re-raising, or `raise ... from ...`, while tracing", "the frame runs eagerly")
-        exc = self.pop()
-        if isinstance(exc, UserDefinedClassVariable) and plain_exception_class(exc.value):
-            exc = ExceptionVariable(exc.value, [])  # `raise ValueError` instantiates the class
-        if not isinstance(exc, ExceptionVariable):
-            unimplemented(f"raising {exc.describe()} while tracing", "the frame runs eagerly so Python raises it")
-        raise ObservedException(f"{exc.exc_type.__name__} raised while tracing", exc)
-
-    def refuse(self, reason: str, hint: str):
-        """Python must run this generator: a graph break at its call -- or, if closing it runs code (a
-        ``finally``), the whole frame runs eagerly ([Note: drops Python must see] in exc.py) -- unless a
-        ``@contextlib.contextmanager`` owns the generator: its ``__exit__`` runs the ``finally`` when the ``with``
-        block ends, not when Python drops it, so a graph break at the ``with`` keeps CPython's order."""
-        if closing_runs_code(self.f_code) and not self.owned_by_a_context_manager():
-            refuse_frame(f"{reason}; its close runs code (a `finally` or `with` block) when Python drops it, "
-                         "which a resume function would do later", "the frame runs eagerly")
-        unimplemented(reason, hint)
-
-    def owned_by_a_context_manager(self) -> bool:
-        init = contextlib._GeneratorContextManagerBase.__init__.__code__
-        return self.parent is not None and self.parent.f_code is init
 
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")
@@ -930,7 +776,7 @@ class InstructionTranslator(InstructionTranslatorBase):
     """The root frame's translator: at RETURN_VALUE it compiles the graph and produces the transformed code.
 
     On a restart after a failure (``break_offset`` set), reaching that instruction compiles the graph so far and
-    emits a graph break instead of tracing it (``convert_frame.compile_and_break``).
+    emits a graph break instead of tracing it (``graph_break.compile_and_break``).
     """
 
     def __init__(self, *args, break_offset: int | None = None, **kwargs):
@@ -943,7 +789,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         inst = self.instructions[self.ip]
         if inst.offset != self.break_offset:
             return super().step()
-        from .convert_frame import compile_and_break
+        from .graph_break import compile_and_break
         self.current_instruction = inst
         self.ip += 1
         if inst.lineno is not None:
@@ -956,75 +802,3 @@ class InstructionTranslator(InstructionTranslatorBase):
         from .convert_frame import compile_and_return
         self.output_instructions = compile_and_return(self, self.pop())
         self.done = True
-
-
-class InliningInstructionTranslator(InstructionTranslatorBase):
-    """Runs a callee's bytecode against the caller's graph; its RETURN_VALUE just hands back the tracker."""
-
-    def run_inline(self) -> VariableTracker:
-        self.return_value = None
-        try:
-            self.run()
-        except ObservedException as e:
-            if issubclass(e.exc_vt.python_type(), StopIteration):
-                # a StopIteration leaving a function ends whatever iterates over it: `map(f, xs)`, a user
-                # `__next__`, a generator (where it becomes a RuntimeError).  Python decides which.
-                unimplemented(f"StopIteration escapes {self.f_code.co_name} while tracing",
-                              "Python runs the call itself (the StopIteration may end an iteration)")
-            raise
-        self.output.current_tx = self.parent
-        return self.return_value
-
-    def RETURN_VALUE(self, inst):
-        self.return_value = self.pop()
-        self.done = True
-
-    def STORE_GLOBAL(self, inst):
-        unimplemented("assigning a global inside an inlined function", "return the value instead")
-
-
-class InliningGeneratorTranslator(InliningInstructionTranslator):
-    """A generator (``x for x in xs``, a ``def`` with ``yield``) is run to exhaustion when called; the call returns
-    an iterator over everything it yielded.  (Upstream also inlines generators; it keeps them lazy.)
-
-    [Note: eager generators]  Python runs a generator's body only as items are asked for: ``any(check(v) for v in
-    xs)`` stops at the first true ``check``, and a consumer's own writes interleave with the body's.  Run up front,
-    the body's side effects would all happen, and happen first.  So a generator whose run writes anything outside
-    itself (a list, an attribute, a global, an enclosing variable, a tensor in place, the global RNG by drawing
-    from it: ``SideEffects.writes``) is refused: a graph break at the call, after which Python makes and drives
-    the real generator.  A pure body is run up front, at most ``MAX_YIELDS`` items (an endless generator,
-    ``while True: yield``, is refused too); its items stay valid only while the code writes nothing the body could
-    read: [Note: stale generators] in variables/lists.py.
-    """
-
-    MAX_YIELDS = 1000
-
-    def run_inline(self) -> VariableTracker:
-        self.yielded: list[VariableTracker] = []
-        writes = self.output.side_effects.writes
-        try:
-            super().run_inline()
-        except ObservedException as e:  # a real generator raises it later, only when the item is asked for
-            self.refuse(f"generator {self.f_code.co_name} raises {e.exc_vt.python_type().__name__} "
-                        "(Python runs it lazily)", "the generator runs in Python")
-        except Unsupported:
-            if closing_runs_code(self.f_code):
-                self.refuse(f"generator {self.f_code.co_name} cannot be traced", "")
-            raise
-        if self.output.side_effects.writes != writes:
-            self.refuse(f"generator {self.f_code.co_name} has side effects (Python runs it lazily)",
-                        "build a list first, or move the side effects out of the generator")
-        made_at = self.root_tx().current_instruction.offset
-        return GeneratorResultVariable(self.yielded, self.f_code.co_name, self.output.side_effects.version(), made_at)
-
-    def RETURN_GENERATOR(self, inst):
-        self.push(ConstantVariable(None))
-
-    def YIELD_VALUE(self, inst):
-        if len(self.yielded) >= self.MAX_YIELDS:
-            unimplemented(f"generator {self.f_code.co_name} yields more than {self.MAX_YIELDS} items while tracing")
-        self.yielded.append(self.pop())
-        self.push(ConstantVariable(None))  # the value `send` would deliver
-
-    def SEND(self, inst):
-        unimplemented("`yield from` inside a traced generator")

@@ -19,7 +19,7 @@ def istype(obj, *types) -> bool:
     return type(obj) in types
 
 
-# --- tuple iterators (a loop's iterator handed to a resume function: see variables/lists.TupleIteratorVariable) ---
+# --- tuple iterators (a loop's iterator handed to a resume function: see variables/iter.TupleIteratorVariable) ---
 tuple_iterator = type(iter(()))
 
 

@@ -6,8 +6,8 @@ from .constant import ConstantVariable
 from .ctx_manager import ContextManagerVariable, WithExitFunctionVariable
 from .dicts import DictVariable, SetVariable
 from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
+from .iter import ListIteratorVariable
 from .lists import (
-                    ListIteratorVariable,
                     ListVariable,
                     NamedTupleVariable,
                     RangeVariable,

@@ -22,12 +22,12 @@ from ..utils import tuple_iterator
 from .base import VariableTracker
 from .constant import ConstantVariable, is_constant_value
 from .dicts import DictVariable, SetVariable
+from .iter import TupleIteratorVariable
 from .lists import (
     ListVariable,
     NamedTupleVariable,
     RangeVariable,
     SliceVariable,
-    TupleIteratorVariable,
     TupleVariable,
 )
 

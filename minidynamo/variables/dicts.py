@@ -15,7 +15,8 @@ from .base import (
     handler_takes,
 )
 from .constant import ConstantVariable, fold
-from .lists import ListIteratorVariable, ListVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import ListVariable, TupleVariable
 
 
 def const_key(key: VariableTracker):
@@ -210,7 +211,7 @@ class DictViewVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(self.dict_vt.items))
         if name == "__contains__":
-            from .builtin import contains
+            from .operators import contains
             return contains(tx, self.view_items(), args[0])
         if name == "__iter__":
             return DictIteratorVariable(self.dict_vt, self.kind)

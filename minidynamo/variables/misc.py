@@ -42,7 +42,7 @@ class PythonModuleVariable(VariableTracker):
 class PreviousExceptionVariable(ConstantVariable):
     """What ``PUSH_EXC_INFO`` saves below the exception an ``except`` block handles: the exception handled before
     it (none while tracing).  On the stack it also marks the code in between, up to ``POP_EXCEPT``, as running
-    inside an ``except`` block: see [Note: no graph break in an except block] in convert_frame.py."""
+    inside an ``except`` block: see [Note: no graph break in an except block] in graph_break.py."""
 
     def __init__(self):
         super().__init__(None)

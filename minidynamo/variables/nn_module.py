@@ -18,7 +18,8 @@ from ..exc import unimplemented
 from ..source import AttrSource, GetItemSource, Source
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
-from .lists import ListIteratorVariable, TupleVariable
+from .iter import ListIteratorVariable
+from .lists import TupleVariable
 
 ITERATION_METHODS = {"parameters", "buffers", "children", "modules", "named_parameters", "named_buffers",
                      "named_children", "named_modules", "keys", "values", "items"}

@@ -197,7 +197,7 @@ class UserDefinedClassVariable(VariableTracker):
             if len(args) > 1 or kwargs:
                 d._m_update(tx, *args[1:], **kwargs)
             return d
-        from .builtin import ITERTOOLS_HANDLERS
+        from .iter import ITERTOOLS_HANDLERS
         if cls in ITERTOOLS_HANDLERS:
             return ITERTOOLS_HANDLERS[cls](tx, *args, **kwargs)
         if cls is torch.Size:

@@ -1,0 +1,523 @@
+"""Graph breaks: where a frame may be split, and the code that splits it there.
+
+In:  the root translator stopped at an instruction it cannot trace (``InstructionTranslator.step`` reached its
+``break_offset``), with the stack, the symbolic locals and the side effects recorded so far.  Out: the instructions
+of the transformed code: (1) call the graph captured so far, (2) rebuild the stack and replay the side effects,
+(3) run the breaking instruction *natively* -- a data-dependent jump takes both branches, a ``FOR_ITER`` both exits --
+and (4) return a ``Continuation`` to the resume function of each place it may go on (``continue_at``).  Also here:
+the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``) and the
+refusals of a break that a resume function could not reproduce (inside an ``except`` block, a closable generator).
+
+    def toy(x):                          transformed toy (the break at ``if``):
+        a = torch.sin(x)                     ___graph_out = __compiled_fn_0(x)
+        if a.sum() > 0:   # break            if ___graph_out[1] > 0: return Continuation(__resume_at_30_1, a)
+            return a * 2                     else:                  return Continuation(__resume_at_38_2, a)
+        return a - 1
+
+The resume functions themselves, and the helpers the transformed code calls (``Continuation``, ``GradModeExit``,
+``run_exits``...), are in ``resume_execution.py``; the return path without a break is
+``convert_frame.compile_and_return``.  Upstream twin: ``torch/_dynamo/symbolic_convert.py``
+(``break_graph_if_unsupported``, ``create_call_resume_at``, ``generic_jump``) with ``resume_execution.py``.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import inspect
+import itertools
+import types
+
+from bytecode import Instr, Label, TryBegin, TryEnd
+
+from . import bytecode_transformation as bt
+from .bytecode_analysis import closing_runs_code, livevars_analysis
+from .codegen import GRAPH_OUT, PyCodegen
+from .exc import refuse_frame, unimplemented
+from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
+from .resume_execution import (
+    Continuation,
+    GradModeExit,
+    bind_closure,
+    compiled_callee,
+    copy_instruction,
+    enter_autocast,
+    enter_record_function,
+    forward_jump_name,
+)
+from .variables.base import VariableTracker
+from .variables.builder import LazyVariableTracker
+from .variables.dicts import DictIteratorVariable, DictVariable, DictViewVariable
+from .variables.iter import LazyIteratorVariable, ListIteratorVariable
+from .variables.lists import BaseListVariable, SliceVariable
+from .variables.sym_node import SymNodeVariable
+from .variables.tensor import TensorVariable
+
+
+# [Note: no graph break in an except block]  While an ``except`` block (or a ``finally`` block reached by an
+# exception) runs, the exception it handles is interpreter state: ``sys.exc_info()``, a bare ``raise`` and
+# ``logging.exception`` read it, and ``e.__traceback__``/``__context__`` live on the real exception object.  A resume
+# function is called from plain code and its ``e`` is an exception rebuilt from its args: it saw no exception
+# (``raise`` gave "RuntimeError: No active exception to reraise"), and no traceback.  So a break there is refused and
+# the frame runs eagerly.  Such code is found by the marker ``PUSH_EXC_INFO`` leaves on the stack until
+# ``POP_EXCEPT`` (``PreviousExceptionVariable``): exact on 3.11 and 3.12 alike, where the exception table's
+# cleanup handlers differ.
+def refuse_break_in_except_block(tx) -> None:
+    from .variables.misc import PreviousExceptionVariable
+    if any(isinstance(v, PreviousExceptionVariable) for v in tx.stack):
+        unimplemented("a graph break inside an except block (the exception it handles cannot be handed to a "
+                      "resume function)", "the frame runs eagerly; move the code that breaks out of the except block")
+
+
+def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
+    """A break at the call of a generator function whose close runs code, or at ``iter(obj)`` whose ``__iter__``
+    is one: see [Note: drops Python must see] in exc.py."""
+    from .variables.functions import BaseUserFunctionVariable
+    code = None
+    if isinstance(callee, BaseUserFunctionVariable):
+        code = callee.get_code()
+    elif inst.opname == "GET_ITER" and tx.stack:
+        v = tx.stack[-1]  # a lazy input is not realised (guarded): a refusal holds for every call
+        try:
+            cls = type(v.value) if isinstance(v, LazyVariableTracker) else v.python_type()
+        except NotImplementedError:
+            cls = None
+        code = getattr(inspect.getattr_static(cls, "__iter__", None), "__code__", None)
+    if code is not None and closing_runs_code(code):
+        refuse_frame(f"a graph break that makes generator {code.co_name}, whose close runs code (a `finally` or "
+                     "`with` block) when Python drops it; a resume function would run it later",
+                     "the frame runs eagerly; build a list of the items first")
+
+
+def can_break_at(code: types.CodeType, offset: int | None) -> bool:
+    if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
+            not cells_movable(code) or reads_frame_locals(code):
+        return False
+    inst = next(i for i in bt.decode(code) if i.offset == offset)
+    if inside_try_block(code, offset):
+        return False  # an exception from the native instruction must reach the user's handler: run eagerly
+    if inside_inlined_comprehension(code, offset):
+        return False  # see inside_inlined_comprehension
+    return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
+
+
+@functools.lru_cache(maxsize=4096)
+def reads_frame_locals(code: types.CodeType) -> bool:
+    """Does ``code`` call ``locals()``, or ``vars()``/``dir()`` without an argument?
+
+    Split at a graph break, such a frame would run the call natively in a resume function, whose locals are not the
+    frame's: the live ones only, plus the generated ``___graph_out``.  So it is never split: run eagerly."""
+    instrs = [i for i in bt.decode(code) if i.opname not in ("CACHE", "PRECALL", "PUSH_NULL")]
+    for inst, nxt in itertools.pairwise(instrs):
+        if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and (inst.argval == "locals" or inst.argval in ("vars", "dir")
+                                                            and nxt.opname == "CALL" and nxt.arg == 0):
+            return True
+    return False
+
+
+def handlers_covering(code: types.CodeType, offset: int) -> list[list[str]]:
+    """The first two opnames of each exception handler whose try range covers ``offset`` (what kind it is)."""
+    instrs = bt.decode(code)
+    index = {i.offset: k for k, i in enumerate(instrs)}
+    return [[i.opname for i in instrs[index[e.target]:index[e.target] + 2]]
+            for e in dis.Bytecode(code).exception_entries if e.start <= offset < e.end and e.target in index]
+
+
+def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
+    """Is ``offset`` in the body of a 3.12 inlined comprehension (PEP 709)?
+
+    Such a body is covered by an exception-table entry whose handler restores the comprehension variable
+    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  Breaking there was seen to lose the list being built on
+    the GPU machine's 3.12 (a later ``torch.stack`` got an empty list), so such a frame runs eagerly until a
+    3.12 test environment is available here to debug it.  On 3.11 a comprehension is its own frame.
+    """
+    return bt.PY312 and ["SWAP", "POP_TOP"] in handlers_covering(code, offset)
+
+
+def cells_movable(code: types.CodeType) -> bool:
+    """Can a resume function take this frame's cells as free variables (see [Note: cells of resume functions])?
+
+    Not when a cell is made mid-body or its slot is used as a plain local: 3.12 inlined comprehensions whose
+    variable a lambda captures do ``LOAD_FAST_AND_CLEAR k; MAKE_CELL k`` (a fresh cell per run) and restore the
+    outer binding with ``STORE_FAST k``; a free variable cannot be re-made that way.  Such frames run eagerly.
+    """
+    if not code.co_cellvars:
+        return True
+    seen_resume = False
+    for inst in dis.get_instructions(code):
+        if inst.opname == "RESUME":
+            seen_resume = True
+        elif inst.opname == "MAKE_CELL" and seen_resume:  # noqa: SIM114 - two reasons, two branches
+            return False
+        elif "FAST" in inst.opname and \
+                any(n in code.co_cellvars for n in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))):
+            return False
+    return True
+
+
+def inside_try_block(code: types.CodeType, offset: int) -> bool:
+    """Is ``offset`` protected by a try/except/finally handler (``with`` blocks and 3.12 comprehensions aside)?"""
+    return any(h[:1] == ["PUSH_EXC_INFO"] and h[1:2] != ["WITH_EXCEPT_START"]
+               for h in handlers_covering(code, offset))
+
+
+def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
+    """The computed tensors and symbolic ints (no source) reachable from ``values``: the graph's outputs."""
+    out: dict[int, VariableTracker] = {}
+    seen: set[int] = set()  # a list may hold itself (``a.append(a)``)
+
+    def walk(v):
+        if not isinstance(v, VariableTracker) or id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, (TensorVariable, SymNodeVariable)):
+            if v.source is None:
+                out.setdefault(id(v), v)
+        elif v.source is not None:
+            return
+        elif isinstance(v, (DictViewVariable, DictIteratorVariable)):
+            walk(v.dict_vt)
+        elif isinstance(v, LazyIteratorVariable):  # zip, map...: their iterators (and function)
+            for it in v.iterators:
+                walk(it)
+            walk(getattr(v, "fn", None))
+        elif isinstance(v, (BaseListVariable, ListIteratorVariable, SliceVariable)):
+            for item in v.items:
+                walk(item)
+        elif isinstance(v, DictVariable):
+            for item in v.items.values():
+                walk(item)
+        elif hasattr(v, "obj"):  # bound methods
+            walk(v.obj)
+        elif hasattr(v, "call_arg"):  # a callee wrapped at a graph break
+            walk(v.call_arg)
+        elif hasattr(v, "kwdefaults") and hasattr(v, "closure"):  # a function made in the frame: its defaults
+            walk(v.defaults)
+            walk(v.kwdefaults)
+
+    for v in values:
+        walk(v)
+    return list(out.values())
+
+
+NOT_BREAKABLE = {"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "LOAD_FAST", "LOAD_FAST_CHECK",
+                 "LOAD_FAST_AND_CLEAR", "LOAD_CLOSURE", "LOAD_DEREF", "MAKE_CELL", "COPY_FREE_VARS", "RESUME",
+                 "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR", "KW_NAMES", "PRECALL",
+                 "END_FOR", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", "SEND", "RAISE_VARARGS", "RERAISE",
+                 "NOP", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "COPY", "SWAP", "POP_TOP", "LOAD_CONST",
+                 "STORE_GLOBAL", "FOR_ITER_NOT_OPAQUE"}
+JUMPS = {f"POP_JUMP_{d}IF_{c}" for d in ("", "FORWARD_", "BACKWARD_") for c in ("TRUE", "FALSE", "NONE", "NOT_NONE")}
+
+
+class _Loaded(VariableTracker):
+    """A value the generated code loads from a stashed object (a compiled callee, a GradModeExit...)."""
+
+    def __init__(self, obj, call_arg: VariableTracker | None = None, call_fn=None):
+        super().__init__()
+        self.obj = obj
+        self.call_arg = call_arg
+        self.call_fn = call_fn
+
+    def reconstruct(self, codegen):
+        if self.call_fn is not None:  # call_fn(obj, call_arg) at run time
+            codegen.load_const_object(self.call_fn, push_null=True)
+            codegen.load_const_object(self.obj)
+            codegen(self.call_arg)
+            codegen.call(2)
+        else:
+            codegen.load_const_object(self.obj)
+
+
+class _Entered(VariableTracker):
+    """A record_function region re-entered natively: ``enter_record_function(name)`` returns its ``__exit__``."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(enter_record_function, push_null=True)
+        codegen.load_const(self.name)
+        codegen.call(1)
+
+
+class _ReenteredAutocast(VariableTracker):
+    """An autocast block re-entered natively: ``enter_autocast(device, dtype, enabled, cache)`` returns its exit."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(enter_autocast, push_null=True)
+        codegen.load_const(self.ctx.device)
+        codegen.load_const_object(self.ctx.dtype)
+        codegen.load_const(self.ctx.enabled)
+        codegen.load_const(self.ctx.cache_enabled)
+        codegen.call(4)
+
+
+def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
+    """Stack entries that only exist in the tracer become real objects the native code can use."""
+    from .variables import WithExitFunctionVariable
+    from .variables.ctx_manager import AutocastModeVariable, GradModeVariable, RecordFunctionVariable
+    if isinstance(v, WithExitFunctionVariable):
+        if isinstance(v.ctx, GradModeVariable):
+            return _Loaded(GradModeExit(v.ctx.prev))
+        if isinstance(v.ctx, RecordFunctionVariable):
+            v.ctx.exit(tx)  # close the region inside this graph; re-open it natively
+            return _Entered(v.ctx.name)
+        if isinstance(v.ctx, AutocastModeVariable):
+            v.ctx.exit(tx)  # exit the block inside this graph; re-enter it natively (its exit then runs natively)
+            return _ReenteredAutocast(v.ctx)
+    return v
+
+
+def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
+    """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
+    from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
+    from .variables.functions import NestedUserFunctionVariable
+    from .variables.nn_module import any_global_module_hooks, has_hooks
+    ctx = tx.output.ctx
+    # (a function made by exec() without ``__name__`` in its globals has ``__module__`` None)
+    if (getattr(getattr(v, "fn", None), "__module__", None) or "").startswith("torch"):
+        return v  # PyTorch's own Python code runs as it is
+    if isinstance(v, UserMethodVariable) and not hasattr(v.fn, "_minidynamo_disable"):
+        return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)
+    if isinstance(v, UserFunctionVariable) and not getattr(v.fn, "_minidynamo_disable", False) \
+            and not getattr(v.fn, "_minidynamo_graph_break", False):
+        if v.source is not None and (v.fn.__closure__ or v.fn.__defaults__ or v.fn.__kwdefaults__):
+            # Guards check the callee's code, not its cells: wrap the object found at run time (a closure made
+            # again on each call must run with its own cells, not with those of the first one traced).
+            return _Loaded(ctx, v, compiled_callee)
+        return _Loaded(ctx.wrapped(v.fn))
+    if isinstance(v, NestedUserFunctionVariable) and v.code.co_varnames[:1] != (".0",):
+        # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
+        # cannot be bound by name, so a comprehension runs natively)
+        return _Loaded(ctx, v, compiled_callee)
+    if isinstance(v, NNModuleVariable) and not has_hooks(v.module) and not any_global_module_hooks():
+        return _Loaded(ctx.wrapped(type(v.module).forward), v, types.MethodType)
+    return v
+
+
+def callee_slot(inst, stack: list) -> int | None:
+    """Index in ``stack`` of the callable a CALL at ``inst`` calls."""
+    if inst.opname == "CALL":
+        n = inst.arg
+        return len(stack) - n - 2 if not _is_null(stack[-n - 2]) else len(stack) - n - 1
+    if inst.opname == "CALL_FUNCTION_EX":
+        return len(stack) - 2 - (inst.arg & 1)
+    return None
+
+
+def _is_null(v) -> bool:
+    from .variables import NullVariable
+    return isinstance(v, NullVariable)
+
+
+def compile_and_break(tx, inst) -> list:
+    """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function."""
+    refuse_break_in_except_block(tx)
+    output = tx.output
+    code = output.f_code
+    stack = list(tx.stack)
+    slot = callee_slot(inst, stack)
+    consumed_null = slot - 1 if slot is not None and slot > 0 and _is_null(stack[slot - 1]) else None
+    # [Note: virtual NULLs] A NULL the native instruction does not consume is never pushed: it cannot be saved
+    # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
+    virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
+    stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
+    refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
+    if slot is not None:
+        stack[slot] = wrap_callee(tx, stack[slot])
+    instrs = list(tx.instructions)
+    nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
+    # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
+    live = sorted(set(tx.symbolic_locals) & live_at(code, continuation_offsets(tx, inst, nxt)))
+    local_vts = [tx.symbolic_locals[n] for n in live]
+    cells = cell_stores(tx)
+    outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
+                                [v for _, v in cells])
+    cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
+    for name, v in zip(live, local_vts):  # read everything before any mutation is applied
+        cg(v)
+        cg.store_local(f"___live_{name}")
+    for v, is_virtual in zip(stack, virtual):
+        if not is_virtual:
+            cg(v)
+    output.side_effects.codegen(cg, cells)  # the native instruction and the resume function see every write
+    if tx.kw_names:
+        cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
+    name, sources = output.compile_subgraph(outputs)
+    output.compiled_name = name
+    head = PyCodegen(tx, code, output.f_globals)
+    if name is not None:
+        head.load_global(name, push_null=True)
+        head.load_graph_inputs(sources)
+        head.call(len(sources))
+        head.append(Instr("STORE_FAST", GRAPH_OUT))
+    if inst.opname in JUMPS:
+        taken = Label()
+        cg.append(Instr(forward_jump_name(inst.opname), taken))
+        continue_at(tx, cg, nxt, virtual[:-1], live)
+        cg.append(taken)
+        continue_at(tx, cg, inst.argval, virtual[:-1], live)
+    elif inst.opname == "FOR_ITER":
+        done = Label()
+        cg.append(Instr("FOR_ITER", done))
+        continue_at(tx, cg, nxt, virtual + [False], live)
+        cg.append(done)
+        if bt.PY312:
+            cg.append(Instr("END_FOR"))
+        continue_at(tx, cg, for_iter_exit(tx, inst), virtual[:-1], live)
+    elif pushes_null(inst):  # run it in the no-NULL form; the NULL below the result becomes virtual
+        if inst.opname == "LOAD_GLOBAL":
+            cg.load_global(inst.argval, push_null=False)
+            after = virtual + [True, False]
+        else:
+            cg.load_attr(inst.argval)
+            after = virtual[:-1] + [True, False]
+        continue_at(tx, cg, nxt, after, live)
+    else:
+        exits = exit_slots(tx.stack, virtual)
+        guarded = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1) if exits else None
+        if guarded is not None:
+            cg.append(guarded)
+        if bt.PY311 and inst.opname == "CALL":
+            cg.append(Instr("PRECALL", inst.arg))
+        stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
+        if stretch is not None and inst.opname == "BINARY_SUBSCR":
+            emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
+        else:
+            cg.append(copy_instruction(code, inst.offset))
+        if guarded is not None:
+            cg.append(TryEnd(guarded))
+            handler = PyCodegen(tx, code, output.f_globals)
+            emit_exits_then_reraise(handler, guarded, exits)
+        effect = stack_effect(inst)
+        if bt.PY311 and inst.opname == "CALL":
+            effect -= inst.arg
+        depth = len(virtual) + effect
+        after = [k < len(virtual) and virtual[k] for k in range(depth)]
+        if stretch is None:
+            continue_at(tx, cg, nxt, after, live)
+        else:
+            pushed = emit_native_stretch(tx, cg, stretch)
+            continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
+        if guarded is not None:
+            cg.append(*handler.instructions)  # after the continuation's return: reached only by an exception
+    return head.instructions + cg.instructions
+
+
+# [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
+# instruction with grad disabled (the graph entered the block and did not leave it; the resume function leaves it
+# through the GradModeExit it receives).  Should that instruction raise, eager's ``with`` restores grad mode on the
+# way out; the transformed code did not, and the caller's process went on with grad disabled (the same for
+# autocast and record_function regions).  So the native instruction is covered by a handler that calls every
+# pending exit, innermost first, and re-raises.
+def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
+    """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
+    from .variables import WithExitFunctionVariable
+    positions, real = [], 0
+    for v, is_virtual in zip(stack, virtual):
+        if is_virtual:
+            continue
+        if isinstance(v, WithExitFunctionVariable):
+            positions.append(real)
+        real += 1
+    return positions
+
+
+def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
+    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
+    from .resume_execution import run_exits
+    cg.append(try_begin.target)
+    cg.load_const_object(run_exits, push_null=True)
+    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
+    for k, position in enumerate(sorted(exits, reverse=True)):
+        cg.append(Instr("COPY", size + k - position))
+    cg.call(len(exits))
+    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
+
+
+def cell_stores(tx) -> list[tuple[str, VariableTracker]]:
+    """(name, value) of the frame's cells the traced code assigned, here or in an inlined closure.
+
+    While tracing, a cell lives in its ``CellVariable``; the transformed code's real cells (made by its
+    ``MAKE_CELL``, or the function's ``__closure__``) are only written here, at a graph break or the return, so a
+    closure or resume function that runs afterwards reads the value.  Cells only read need nothing.
+    """
+    out = []
+    for name, cell in tx.cells.items():
+        if not cell.mutated:
+            continue
+        if cell.value is None:
+            unimplemented(f"cell variable {name!r} deleted (del) before a graph break or return",
+                          "avoid `del` of a variable a closure captures")
+        out.append((name, cell.value))
+    return out
+
+
+def for_iter_exit(tx, inst) -> int:
+    """Where an exhausted FOR_ITER continues (3.12 skips the END_FOR its argument names)."""
+    if bt.PY312:
+        return tx.instructions[tx.index_of[inst.argval] + 1].offset
+    return inst.argval
+
+
+def continuation_offsets(tx, inst, nxt: int | None) -> list[int]:
+    """The offsets a break at ``inst`` may continue at (two for a data-dependent jump or a FOR_ITER)."""
+    if inst.opname in JUMPS:
+        return [nxt, inst.argval]
+    if inst.opname == "FOR_ITER":
+        return [nxt, for_iter_exit(tx, inst)]
+    return [nxt] if nxt is not None else []
+
+
+def live_at(code: types.CodeType, offsets: list[int | None]) -> set[str]:
+    out: set[str] = set()
+    for offset in offsets:
+        if offset is not None:
+            out |= livevars_analysis(code, offset)
+    return out
+
+
+def pushes_null(inst) -> bool:
+    if inst.opname == "LOAD_METHOD":
+        return True
+    return inst.opname in ("LOAD_GLOBAL", "LOAD_ATTR") and bool(inst.arg & 1) and \
+        (inst.opname == "LOAD_GLOBAL" or bt.PY312)
+
+
+def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live: list[str]) -> None:
+    """Save the stack and return ``Continuation(resume_fn, *stack, *live locals)``.
+
+    ``virtual[k]`` marks stack slot ``k`` as a NULL that is not on the real stack (see [Note: virtual NULLs]).
+    """
+    output = tx.output
+    if offset is None:
+        unimplemented("graph break at the last instruction")
+    live = sorted(set(live) & livevars_analysis(output.f_code, offset))
+    slots = [None if v else f"___stack_{k}" for k, v in enumerate(virtual)]
+    stack_names = [n for n in slots if n is not None]
+    for n in reversed(stack_names):
+        cg.store_local(n)
+    resume_name, resume_fn = output.ctx.resume_function(output.f_code, offset, slots, live,
+                                                        output.f_globals, output.closure)
+    cg.load_const_object(Continuation, push_null=True)
+    cg.load_const_object(output.ctx)
+    freevars = resume_fn.__code__.co_freevars
+    if freevars:  # bind this frame's cells: see [Note: cells of resume functions]
+        cg.load_const_object(bind_closure, push_null=True)
+        cg.load_global(resume_name)
+        for n in freevars:
+            cg.load_closure(n)
+        cg.build(tuple, len(freevars))
+        cg.call(2)
+    else:
+        cg.load_global(resume_name)
+    for n in stack_names:
+        cg.load_local(n)
+    for n in live:
+        cg.load_local(f"___live_{n}")
+    cg.call(2 + len(stack_names) + len(live))
+    cg.append(Instr("RETURN_VALUE"))
