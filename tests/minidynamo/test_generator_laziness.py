@@ -1,6 +1,6 @@
 """Generators run lazily in Python: a traced one must not run its side effects early, or forever.
 
-minidynamo runs a generator's body up front ([Note: eager generators] in symbolic_convert.py), so a body that
+minidynamo runs a generator's body up front ([Note: eager generators] in inlining.py), so a body that
 writes anything outside itself, or that never ends, is refused (a graph break; Python then drives the real
 generator).  A generator run up front must not be stale either: a variable or list changed after the generator
 was made, a generator still live at a break or returned to the caller, ``send`` / ``throw`` on it.  And
