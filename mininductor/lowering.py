@@ -410,6 +410,8 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
 @register_lowering(aten.pow, prims.pow)
 def pow_(a, b):
     out, compute = _dtype_for((a, b), "default")
+    if isinstance(b, int) and b < 0 and not is_float(out):
+        raise NotImplementedError("integer pow with a negative exponent (eager raises)")
     if isinstance(b, (int, float)) and not isinstance(a, (int, float)) and float(b).is_integer() and abs(b) <= 64:
         return pointwise([a], lambda x: _pow_int(x, int(b), compute), out, compute)
     if isinstance(b, float) and b == 0.5:

@@ -287,20 +287,26 @@ def cumsum(x, dim, *, dtype=None):
     out = out_dtype(default=dtype or _acc_dtype(x.get_dtype()))
     acc = _acc_dtype(out)
     size = list(x.get_size())
-    if not size:
+    loader, x_dtype = x.make_loader(), x.get_dtype()
+
+    def start_at_zero(value):
+        # [Note: cumsum starts at +0.0]  Eager's running sum starts from 0, so a leading -0.0 comes out as
+        # 0 + -0.0 = +0.0, where a scan would return it as it is. Adding +0.0 changes nothing else.
+        value = ops.to_dtype(value, acc) if x_dtype != acc else value
+        return ops.add(value, ops.constant(0.0, acc)) if acc.is_floating_point else value
+
+    if not size:  # eager copies a 0-d tensor, -0.0 included
         return _cast(x, out)
+    if size[dim % len(size)] <= 1:
+        return _cast(pointwise([x], start_at_zero, acc, cast_inputs=False), out)
     dim = dim % len(size)
     kept = [d for d in range(len(size)) if d != dim]
-    loader, x_dtype = x.make_loader(), x.get_dtype()
 
     def inner_fn(index, rindex):
         full = list(index)
         full.insert(dim, rindex[0])
-        value = loader(full)
-        return ops.to_dtype(value, acc) if x_dtype != acc else value
+        return start_at_zero(loader(full))
 
-    if size[dim] <= 1:
-        return _cast(x, out)
     node = ir.Scan(x.get_device(), acc, inner_fn, [size[d] for d in kept], size[dim], dim, size,
                    origins=origins_of([x]))
     result = TensorBox.create(node)

@@ -189,6 +189,7 @@ def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> Varia
     fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
     grad_leaves = [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
     check_bool_subtraction(target, fake_args)
+    check_in_place_result_type(target, fake_args)
     if writes_in_place(target, kwargs) or draws_random(target):
         tx.output.side_effects.writes += 1  # see [Note: eager generators]
     example = run_fake(tx, kind, target, fake_args, fake_kwargs)
@@ -237,6 +238,31 @@ def check_bool_subtraction(target: Any, fake_args: list) -> None:
     bools = [a for a in fake_args[:2] if type(a) is bool or isinstance(a, torch.Tensor) and a.dtype is torch.bool]
     if len(bools) == 1:
         unimplemented("subtraction with a bool operand (eager raises: use ~ or logical_not for masks)")
+
+
+IN_PLACE_MULTIPLICATIONS = {operator.imul, torch.Tensor.mul_, torch.Tensor.multiply_, torch.Tensor.addcmul_,
+                            "mul_", "multiply_", "__imul__", "addcmul_"}
+
+
+def check_in_place_result_type(target: Any, fake_args: list) -> None:
+    """Eager refuses ``i.mul_(1.5)`` on an integer ``i`` (the result type, float, cannot be cast back to
+    ``i``'s dtype: ``canCast`` in ATen's TensorIterator), and so do the fake kernels of ``add_``, ``div_`` and
+    the rest, but not ``mul_``'s (nor ``addcmul_``'s).  Traced, the graph would compute the float product and
+    copy it back truncated, so it is a graph break: eager raises the error itself."""
+    try:
+        if target not in IN_PLACE_MULTIPLICATIONS:
+            return
+    except TypeError:  # an unhashable target: not one of these
+        return
+    self, others = fake_args[0], fake_args[1:3 if target in (torch.Tensor.addcmul_, "addcmul_") else 2]
+    if not isinstance(self, torch.Tensor) or not all(isinstance(o, (torch.Tensor, bool, int, float, complex))
+                                                      for o in others):
+        return
+    result = self.dtype
+    for other in others:
+        result = torch.promote_types(result, torch.result_type(self, other))
+    if not torch.can_cast(result, self.dtype):
+        unimplemented(f"in-place op whose result type {result} cannot be cast to {self.dtype} (eager raises)")
 
 
 AUTOGRAD_STATE_METHODS = frozenset({"retain_grad", "register_post_accumulate_grad_hook"})

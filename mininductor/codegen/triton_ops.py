@@ -4,6 +4,10 @@ are methods of ``TritonOverrides`` in ``triton_overrides.py``, after Inductor's 
 Every formula here runs both compiled and under ``TRITON_INTERPRET=1``: no ``libdevice`` (which the interpreter
 cannot run), so what needs it is a method that calls it on the GPU only ([Note: libdevice on the GPU]).
 NaN follows eager: ``maximum``/``minimum`` propagate NaN (``tl.maximum`` would drop it).
+
+[Note: maximum of equals]  Of two equal operands eager's ``maximum(a, b)``/``minimum(a, b)`` return ``a``
+(``std::max``), which only shows for signed zeros: ``maximum(-0.0, 0.0)`` is ``-0.0`` and ``x.clamp(min=0.0)``
+keeps ``x = -0.0``. So the formulas pick ``b`` only where it is strictly larger (smaller) or NaN.
 """
 from __future__ import annotations
 
@@ -61,8 +65,8 @@ BINARY = {
     "sub": ("{0} - {1}", "same"),
     "mul": ("{0} * {1}", "same"),
     "truediv": ("{0} / {1}", "float"),
-    "maximum": ("tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})", "same"),
-    "minimum": ("tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})", "same"),
+    "maximum": ("tl.where(({1} > {0}) | ({1} != {1}), {1}, {0})", "same"),  # [Note: maximum of equals]
+    "minimum": ("tl.where(({1} < {0}) | ({1} != {1}), {1}, {0})", "same"),
     "eq": ("{0} == {1}", "bool"),
     "ne": ("{0} != {1}", "bool"),
     "lt": ("{0} < {1}", "bool"),

@@ -115,6 +115,37 @@ def test_subtracting_a_bool_raises_as_in_eager(md, backend):
         md.minicompile(fn, backend=backend)(torch.ones(2))
 
 
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_in_place_multiply_into_an_integer_raises_as_in_eager(md, backend):
+    """``i.mul_(1.5)`` / ``i *= f`` on an integer tensor: eager raises (float result, integer self); fake
+    ``mul_`` accepts it, and the compiled graph returned the product truncated into ``i``. A graph break before
+    the op (eager raises); a product that casts back (``i *= True``) still compiles."""
+    def scalar(i):
+        i.mul_(1.5)
+        return i
+
+    def tensor(i, f):
+        i *= f
+        return i
+
+    def three(i, f):
+        return i.addcmul_(f, f)
+
+    def fine(i, f):
+        i *= True
+        f.mul_(i)
+        return i, f
+
+    i, f = torch.arange(4), torch.full((4,), 1.5)
+    for fn, args in ((scalar, (i,)), (tensor, (i, f)), (three, (i, f))):
+        md.reset()
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            md.minicompile(fn, backend=backend)(*[a.clone() for a in args])
+    eager, compiled = _both(md, fine, lambda: (i.clone(), f.clone()))
+    assert all(torch.equal(a, b) for a, b in zip(compiled[0], eager[0]))
+    assert md.counters["graph_break"] == {}
+
 def _keywords(**kw):
     return kw
 

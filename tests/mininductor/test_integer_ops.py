@@ -6,7 +6,7 @@ import torch
 
 import minidynamo
 
-from .utils import check
+from .utils import check, raises_like_eager
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -47,3 +47,13 @@ def test_out_of_range_integer_scalars_wrap_like_eager():
     a = torch.tensor([0, 43, 44, 45, -1, 127, -128], dtype=torch.int8)
     check(lambda a: (a < 300, a + 300, a - 128, a == 300, a.to(torch.uint8) + 300, a.to(torch.uint8) < 300,
                      a.int() * 2 ** 33, (a.to(torch.int8) - 128).abs()), a, kernels=1, fallbacks=0)
+
+
+def test_integer_pow_with_a_negative_exponent_raises_like_eager():
+    """``t ** -1`` on an integer tensor raises in eager whatever the values; repeated squaring then
+    ``reciprocal`` computed garbage (``[0, 0, INT64_MIN]`` for ``[7, -7, 0]``). It falls back, so eager's
+    error is raised; a float tensor, or a positive exponent, still lowers."""
+    a = torch.tensor([7, -7, 0, 1])
+    raises_like_eager(lambda p: p ** -1, a, fallbacks=1)
+    raises_like_eager(lambda p: (p + 1).to(torch.int8) ** -2, a, fallbacks=1)
+    check(lambda p: (p.float() ** -2, p ** 3, (p > 0) ** 2), a, kernels=1, fallbacks=0)

@@ -74,3 +74,19 @@ def test_tanh_is_correctly_rounded():
     # (10 or 12 of these 2001): ours must be the correctly rounded value, and within an ulp of eager's
     assert torch.equal(compiled(y), torch.tanh(y.double()).float())
     torch.testing.assert_close(compiled(y), torch.tanh(y), atol=0, rtol=1.2e-7)
+
+
+@cpu_only
+def test_maximum_and_clamp_of_signed_zeros_keep_the_first_operand():
+    """Of equal operands eager's ``maximum(a, b)`` returns ``a``: ``maximum(-0.0, 0.0)`` is -0.0, and
+    ``x.clamp(min=0.0)`` keeps ``x = -0.0``; ours returned ``b`` ([Note: maximum of equals]). ``assert_close``
+    cannot see a zero's sign, so signbit is compared too."""
+    a = torch.tensor([[-0.0, 0.0, -0.0, float("nan"), 1.0], [0.0, -0.0, -0.0, -0.0, float("nan")]])
+
+    def fn(a):
+        return (torch.maximum(a[0], a[1]), torch.minimum(a[0], a[1]), a.clamp(min=0.0), a.clamp(max=-0.0),
+                a.clamp(-0.0, 0.0), torch.maximum(a[1], a[0]))
+
+    compiled = check(fn, a, kernels=2, fallbacks=0)  # the rows' shape and the matrix's
+    for ours, theirs in zip(compiled(a.clone()), fn(a.clone())):
+        assert torch.equal(ours.signbit(), theirs.signbit()), (ours, theirs)

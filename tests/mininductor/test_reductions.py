@@ -83,6 +83,20 @@ def test_cumsum_is_a_scan_kernel(reduction_kind):
     check(lambda x: x.half().cumsum(-1), x, atol=1e-2, rtol=2e-3, fallbacks=0)
 
 
+
+def test_cumsum_of_leading_negative_zeros_is_positive_zero(reduction_kind):
+    """Eager's running sum starts from 0: ``cumsum([-0.0, -0.0, 1.0])`` is ``[0.0, 0.0, 1.0]``, a size-1 dim
+    included; ours kept the -0.0s ([Note: cumsum starts at +0.0]). A 0-d tensor is copied as it is, in eager
+    too. ``assert_close`` cannot see a zero's sign, so signbit is compared."""
+    z = torch.tensor([[-0.0, -0.0, 1.0] * 4, [-0.0, 0.0, -0.0] * 4])
+
+    def fn(z):
+        return z.cumsum(1), z.cumsum(0), z[:, :1].cumsum(1), z[0, 0].cumsum(0), z.half().cumsum(1)
+
+    compiled = check(fn, z, fallbacks=0)
+    for ours, theirs in zip(compiled(z.clone()), fn(z.clone())):
+        assert torch.equal(ours.signbit(), theirs.signbit()), (ours, theirs)
+
 def test_split_reduction_for_few_long_rows(reduction_kind, monkeypatch):
     """Few outputs with long rows reduce in two kernels: partials over many programs, then the partials."""
     monkeypatch.setattr(mininductor.config, "split_reduction_threshold", 64)
