@@ -60,6 +60,11 @@ INTERPRETED_UNARY = {
     "tan": "(tl.sin({0}.to(tl.float64)) / tl.cos({0}.to(tl.float64))).to({t})",
 }
 
+# Compiled for the GPU: eager's CUDA relu returns +0.0 for -0.0, its CPU kernel -0.0 ([Note: maximum of equals]).
+GPU_UNARY = {
+    "relu": "tl.where({0} <= 0, 0, {0})",
+}
+
 BINARY = {
     "add": ("{0} + {1}", "same"),
     "sub": ("{0} - {1}", "same"),

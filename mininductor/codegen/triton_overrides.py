@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from .triton_ops import BINARY, INTERPRETED_UNARY, TL_DTYPE, UNARY
+from .triton_ops import BINARY, GPU_UNARY, INTERPRETED_UNARY, TL_DTYPE, UNARY
 
 
 class TritonOverrides:
@@ -342,11 +342,33 @@ class TritonOverrides:
         return e(f"tl.where(({y} == 0) & ({x} == {x}), {zero_y}, tl.where((tl.abs({x}) == float('inf')) & "
                  f"(tl.abs({y}) == float('inf')), tl.where({y_pos}, {both_inf}, -{both_inf}), {general}))")
 
+    def maximum(self, a: str, b: str) -> str:
+        return self._min_max("maximum", a, b)
+
+    def minimum(self, a: str, b: str) -> str:
+        return self._min_max("minimum", a, b)
+
+    def _min_max(self, name: str, a: str, b: str) -> str:
+        """[Note: maximum of equals] in triton_ops.py: of two zeros, eager's CPU kernel returns the first operand
+        (``std::max``), and the formula in ``BINARY`` does too.  Eager's CUDA kernel orders -0.0 below +0.0
+        instead (``maximum(-0.0, 0.0)`` and ``maximum(0.0, -0.0)`` are both +0.0, the minimum of them -0.0; so
+        ``(-0.0).clamp(min=0)`` and ``relu(-0.0)`` are +0.0), measured on an H200: on the GPU, two zeros are
+        told apart by the sign of ``1 / x`` (arithmetic on them, ``-(-a + -b)``, was folded away by the compiler)."""
+        fmt, kind = BINARY[name]
+        dtype = self._result(kind, a, b)
+        pick = fmt.format(a, b)
+        if self.interpret or not dtype.is_floating_point:
+            return self._emit(pick, dtype)
+        keep_a = f"1.0 / {a} > 0" if name == "maximum" else f"1.0 / {a} < 0"  # a is +0.0 (maximum), -0.0 (minimum)
+        return self._emit(f"tl.where(({a} == 0) & ({b} == 0), tl.where({keep_a}, {a}, {b}), {pick})", dtype)
+
     def __getattr__(self, name: str):
         if name in UNARY:
             fmt, kind = UNARY[name]
             if self.interpret and name in INTERPRETED_UNARY:
                 fmt = INTERPRETED_UNARY[name]
+            elif not self.interpret and name in GPU_UNARY:
+                fmt = GPU_UNARY[name]
             return lambda a: self._emit(fmt.format(a, t=TL_DTYPE[self._result(kind, a)]), self._result(kind, a))
         if name in BINARY:
             fmt, kind = BINARY[name]
