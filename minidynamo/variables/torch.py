@@ -116,6 +116,10 @@ class TorchVariable(VariableTracker):
             return GradModeVariable.create(tx, args[0].as_python_constant(), initially_applied=True)
         if fn in CONSTANT_FUNCTIONS:
             return self._constant(tx, args, kwargs)
+        if fn is torch._C._group_tensors_by_device_and_dtype:  # [Note: grouping tensors by device and dtype]
+            from .. import polyfills
+            from .functions import UserFunctionVariable
+            return UserFunctionVariable(polyfills.group_tensors_by_device_and_dtype).call_function(tx, args, kwargs)
         return call_graph_op(tx, "call_function", fn, list(args), dict(kwargs))
 
     def _constant(self, tx, args, kwargs):
