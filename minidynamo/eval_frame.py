@@ -31,6 +31,7 @@ from .cache_entry import CacheEntries
 from .convert_frame import convert_frame
 from .exc import ConstraintViolationError, Unsupported, without_frames
 from .resume_execution import Continuation
+from .symbolic_convert import DISABLE_DYNAMO_CODE
 from .utils import counters
 from .variables.nn_module import any_global_module_hooks
 
@@ -125,7 +126,11 @@ class CompileContext:
             return dict(zip(code.co_varnames, args))  # the common case, without inspect's binding machinery
         sig = self.signatures.get(code)
         if sig is None:
-            sig = self.signatures[code] = inspect.signature(fn)
+            # the frame's own parameters: ``inspect.signature`` would follow ``__wrapped__`` (``functools.wraps``)
+            # to the wrapped function's, and bind ``inner(*args)``'s arguments as ``x`` -- a frame without its
+            # ``args`` (UnboundLocalError on 3.11, a segfault on 3.12).  (Training round 10: the
+            # ``torch._disable_dynamo`` wrapper of ``Optimizer.zero_grad``.)
+            sig = self.signatures[code] = inspect.signature(fn, follow_wrapped=False)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         # inspect calls a comprehension's implicit argument ``.0`` "implicit0" (a Parameter must be an identifier):
@@ -148,7 +153,7 @@ class CompileContext:
 
     def run_frame(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         code = fn.__code__
-        if code in self.skipped:
+        if code in self.skipped or code is DISABLE_DYNAMO_CODE:  # [Note: torch._disable_dynamo]
             return fn(*args, **kwargs)
         try:
             f_locals = self.frame_locals(fn, args, kwargs)

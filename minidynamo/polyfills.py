@@ -45,3 +45,23 @@ def uses_cumulative_average_traced(self) -> bool:
     """``uses_cumulative_average`` as the translator reads it: each attribute read installs its guard."""
     return (self.momentum is None and self.training and self.track_running_stats
             and self.num_batches_tracked is not None)
+
+
+# [Note: grouping tensors by device and dtype]  ``torch._C._group_tensors_by_device_and_dtype`` (under
+# ``clip_grad_norm_``, the foreach optimizers, ``zero_grad``) returns a dict keyed by ``(device, dtype)``: values
+# no graph node can stand for.  It only sorts tensors, so it is replaced by this Python version, traced like user
+# code (the tensors' devices and dtypes are constants while tracing).  Lists given empty stay empty, as in C++.
+# The C++ dict comes in hash-map order; this one in order of first appearance (the same with one group).
+def group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+    groups = {}
+    for i, tensor in enumerate(tensorlistlist[0]):
+        key = (tensor.device, tensor.dtype)
+        if key not in groups:
+            groups[key] = ([[] for _ in tensorlistlist], [])
+        lists, indices = groups[key]
+        for out, tensors in zip(lists, tensorlistlist):
+            if len(tensors) > 0:
+                out.append(tensors[i])
+        if with_indices:
+            indices.append(i)
+    return groups

@@ -66,6 +66,12 @@ from .variables.user_defined import SuperVariable, UserDefinedClassVariable, Use
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
 _AUTOGRAD_FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # the classmethod's function
+# [Note: torch._disable_dynamo]  ``Optimizer.zero_grad``/``step``/``add_param_group``, ``nn.Module.register_*``...
+# are wrapped by ``torch._disable_dynamo``: its ``inner`` caches ``torch._dynamo.disable(fn)`` on ``fn`` at the
+# first call (``fn.__dynamo_disable = ...``) and calls it.  Inlined, that wrapper is traced as if it were the
+# function; the wrapped function is meant to run eagerly, so calling it is a graph break, whether or not eager
+# already called it once, and its frame is never translated (eval_frame runs it as it is).
+DISABLE_DYNAMO_CODE = torch._disable_dynamo(lambda: None).__code__
 
 
 # Instructions that move stack values without looking at them (see [Note: lazy values on the stack]).
@@ -713,6 +719,9 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
             unimplemented("minidynamo.graph_break() was called", "remove the call to trace one graph")
         if getattr(real, "_minidynamo_disable", False):
             unimplemented(f"{real.__qualname__} is marked minidynamo.disable", "it runs eagerly")
+        if code is DISABLE_DYNAMO_CODE:
+            unimplemented(f"`{code.co_qualname}` of a function wrapped by torch._disable_dynamo",
+                          "it runs eagerly (see [Note: torch._disable_dynamo])")
         if real is _AUTOGRAD_FUNCTION_APPLY:
             # Inlined, apply reaches autograd's own machinery (``_is_setup_context_defined``, the C++
             # ``_FunctionBase.apply``), which is no graph material (an internal error, the frame ran eagerly);

@@ -26,6 +26,10 @@ CONSTANT_FUNCTIONS = {
     torch.is_grad_enabled, torch.get_default_dtype, torch.is_tensor, torch.is_floating_point, torch.is_complex,
     torch.cuda.is_available, torch.is_autocast_enabled, torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling,
     torch.cuda.device_count, torch.is_inference_mode_enabled, torch.get_autocast_dtype, torch.is_autocast_cache_enabled,
+    # [Note: the dispatch mode stack while tracing]  Under tracing, our FakeTensorMode is on the dispatch mode stack;
+    # code asking for the stack (``nn.MultiheadAttention``'s ``_is_make_fx_tracing`` in eval mode) must see the
+    # caller's stack, and must not get the fake mode back as a value.  Answered natively, outside the fake mode.
+    torch._C._len_torch_dispatch_stack,
 }
 # Answered from the *tracer's* autocast state (inside a traced `with torch.autocast(...)` it differs from the real one;
 # the state at frame start is pinned by the AUTOCAST guard).  See [Note: autocast state].
@@ -59,11 +63,22 @@ UNSUPPORTED[torch.amp._enter_autocast] = UNSUPPORTED[torch.amp._exit_autocast] =
 def is_torch_callable(value) -> bool:
     if isinstance(value, type) or not callable(value):
         return False
+    if is_private_functional_helper(value):
+        return False
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, (types.BuiltinFunctionType, types.FunctionType)) or type(value).__name__ in (
             "method_descriptor", "builtin_function_or_method", "OpOverloadPacket", "OpOverload"):
         return (module == "torch" or module.startswith("torch.")) and not module.startswith(NOT_IN_GRAPH)
     return False
+
+
+def is_private_functional_helper(value) -> bool:
+    """``F._canonical_mask``, ``F._none_or_dtype``, ``F._in_projection_packed``: Python helpers of
+    ``torch.nn.functional`` that check arguments or compute dtypes, not tensor ops.  They are inlined: as a graph
+    node, ``_none_or_dtype`` would return a dtype, which no graph node can stand for.  (Training round 10:
+    ``nn.MultiheadAttention`` with an ``attn_mask``.)"""
+    return isinstance(value, types.FunctionType) and value.__module__ == "torch.nn.functional" \
+        and value.__name__.startswith("_") and not value.__name__.startswith("__")
 
 
 class TorchVariable(VariableTracker):
@@ -101,6 +116,10 @@ class TorchVariable(VariableTracker):
             return GradModeVariable.create(tx, args[0].as_python_constant(), initially_applied=True)
         if fn in CONSTANT_FUNCTIONS:
             return self._constant(tx, args, kwargs)
+        if fn is torch._C._group_tensors_by_device_and_dtype:  # [Note: grouping tensors by device and dtype]
+            from .. import polyfills
+            from .functions import UserFunctionVariable
+            return UserFunctionVariable(polyfills.group_tensors_by_device_and_dtype).call_function(tx, args, kwargs)
         return call_graph_op(tx, "call_function", fn, list(args), dict(kwargs))
 
     def _constant(self, tx, args, kwargs):

@@ -511,3 +511,76 @@ def test_a_hinted_translation_that_fails_before_its_break_restarts_at_once():
     assert failed == 3  # f's, the loop body's first, and the hinted attempt of the exhausted loop: no fourth
     assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 3
     assert torch.allclose(compiled(x), f(x))
+
+
+def test_a_function_wrapped_by_torch_disable_dynamo_is_a_graph_break():
+    # [Note: torch._disable_dynamo]: the wrapper (Optimizer.zero_grad and .step wear it) reads
+    # `fn.__dynamo_disable`, missing until eager first calls it; inlined, that getattr with a default raised an
+    # AttributeError inside the translator (an internal error).  Now the call is a graph break and runs eagerly
+    def log_sum(t, log):
+        log.append(t.sum().item())
+
+    wrapped = torch._disable_dynamo(log_sum)
+
+    def f(x, log):
+        y = x + 1
+        wrapped(y, log)
+        return y * 2
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(f, backend=cnt)
+    x, log, log_ref = torch.arange(3.0), [], []
+    assert torch.equal(compiled(x, log), f(x, log_ref)) and log == log_ref
+    assert cnt.frame_count == 2 and not minidynamo.counters["eager_fallback"]
+    assert list(minidynamo.counters["graph_break"]) == \
+        ["`_disable_dynamo.<locals>.inner` of a function wrapped by torch._disable_dynamo"]
+
+
+def test_a_whole_training_step_with_clip_grad_norm_matches_eager():
+    # `clip_grad_norm_` groups the gradients with torch._C._group_tensors_by_device_and_dtype, whose dict is
+    # keyed by (device, dtype): put in the graph, an internal error.  It is traced as a Python polyfill now
+    # ([Note: grouping tensors by device and dtype]); zero_grad/step and backward are graph breaks
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1))
+    ref = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 1))
+    ref.load_state_dict(model.state_dict())
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+        return loss.detach(), norm
+
+    opt, opt_ref = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, ref))
+    compiled = minidynamo.minicompile(step, backend=CompileCounter())
+    for _ in range(3):
+        x, y = torch.randn(4, 5), torch.randn(4, 1)
+        got, expected = compiled(model, opt, x, y), step(ref, opt_ref, x, y)
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, expected))
+    assert all(torch.allclose(p, q, atol=1e-6) for p, q in zip(model.parameters(), ref.parameters()))
+    assert not minidynamo.counters["eager_fallback"]
+    assert minidynamo.counters["graph_break"]["`.backward()` inside a compiled region: its value is not known "
+                                              "while tracing"] == 1
+
+
+def test_a_functools_wraps_wrapper_taking_star_args_resumes_after_a_break():
+    # the frame's locals were bound with inspect.signature, which follows __wrapped__: `inner(*args)` got the
+    # wrapped function's parameter `x` instead of `args` -- an UnboundLocalError on 3.11, a segfault on 3.12
+    import functools
+
+    def make(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            minidynamo.graph_break()
+            return fn(*args, **kwargs) + 1
+        return inner
+
+    wrapper = make(lambda x, scale=2: x * scale)
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(wrapper, backend=cnt)
+    x = torch.arange(3.0)
+    assert torch.equal(compiled(x, scale=3), wrapper(x, scale=3))
+    assert cnt.frame_count == 1 and not minidynamo.counters["eager_fallback"]
+    assert minidynamo.counters["graph_break"] == {"minidynamo.graph_break() was called": 1}

@@ -6,6 +6,8 @@ Eager decides ``requires_grad`` from the grad mode at each op; a compiled graph 
 Each test compares values *and* gradients (or the raised error) with eager PyTorch and pins the frames compiled.
 Regression tests from the training fuzz rounds 8 and 9.  Budget: a few seconds on one core (Triton interpreter).
 """
+import copy
+
 import pytest
 import torch
 
@@ -175,3 +177,35 @@ def test_resume_inside_no_grad_block_computes_without_grad(backend):
         assert_same(out, out_ref)
         assert not out[0].requires_grad and out[1].requires_grad
     assert sum(minidynamo.counters["graph_break"].values()) == 1
+
+
+def test_multihead_attention_evaluated_under_no_grad_in_eval_mode_between_training_steps():
+    """``nn.MultiheadAttention`` in eval mode under ``no_grad`` checks whether make_fx is tracing: it reads the
+    dispatch mode stack, and traced, that stack held our FakeTensorMode, which ``_get_dispatch_stack_at`` then
+    returned as a graph value: an internal error.  The stack's length is now answered natively (the caller's
+    stack: empty), as [Note: the dispatch mode stack while tracing] says; the fast path
+    (``_native_multi_head_attention``) runs as an ATen fallback.  Training and eval interleaved: one compile
+    per (training flag, grad mode).  (Training round 10.)"""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ref = copy.deepcopy(mha)
+
+    def loss_fn(m, x):
+        return m(x, x, x, need_weights=False)[0].pow(2).mean()
+
+    compiled = minidynamo.minicompile(lambda x: loss_fn(mha, x))
+    opt, opt_ref = (torch.optim.AdamW(m.parameters(), lr=0.01) for m in (mha, ref))
+    for _ in range(2):
+        mha.train(), ref.train()
+        x = torch.randn(2, 5, 8)
+        loss, loss_ref = compiled(x), loss_fn(ref, x)
+        assert_same(loss, loss_ref, atol=1e-5, rtol=1e-4)
+        for o, lo in ((opt, loss), (opt_ref, loss_ref)):
+            o.zero_grad()
+            lo.backward()
+            o.step()
+        mha.eval(), ref.eval()
+        with torch.no_grad():
+            x = torch.randn(2, 5, 8)
+            assert_same(compiled(x), loss_fn(ref, x), atol=1e-5, rtol=1e-4)
+    assert minidynamo.counters["frames"]["ok"] == 2 and not minidynamo.counters["graph_break"]
