@@ -37,6 +37,16 @@ from .variables.nn_module import any_global_module_hooks
 _contexts: weakref.WeakSet[CompileContext] = weakref.WeakSet()
 
 
+
+def code_signature(fn: types.FunctionType) -> inspect.Signature:
+    """The parameters ``fn``'s code binds, which name the frame's locals.  [Note: wrapped signatures]
+    ``inspect.signature`` follows ``__wrapped__`` and ``__signature__``: for a ``functools.wraps`` wrapper such
+    as ``@contextmanager``'s ``helper(*args, **kwds)`` it names the wrapped function's parameters, and the traced
+    frame found ``args`` unbound.  A bare function over the same code has neither attribute."""
+    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    bare.__kwdefaults__ = fn.__kwdefaults__
+    return inspect.signature(bare)
+
 class CompileContext:
     """Everything one ``minicompile(...)`` call owns: its backend, options and cache."""
 
@@ -125,7 +135,7 @@ class CompileContext:
             return dict(zip(code.co_varnames, args))  # the common case, without inspect's binding machinery
         sig = self.signatures.get(code)
         if sig is None:
-            sig = self.signatures[code] = inspect.signature(fn)
+            sig = self.signatures[code] = code_signature(fn)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         # inspect calls a comprehension's implicit argument ``.0`` "implicit0" (a Parameter must be an identifier):

@@ -206,6 +206,8 @@ class UserDefinedClassVariable(VariableTracker):
         from .misc import ExceptionVariable, plain_exception_class
         if plain_exception_class(cls) and not kwargs:
             return ExceptionVariable(cls, list(args))
+        if hasattr(cls, "__next__") and is_library_class(cls):  # folded, one real iterator would serve every call
+            unimplemented(f"constructing a {cls.__qualname__} iterator from a class reached as a value")
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
                 is_library_class(cls) and not issubclass(cls, BaseException):
             from .constant import fold

@@ -298,3 +298,35 @@ def test_reduce_of_an_empty_sequence_raises_type_error():
             return x * 2, str(e)
 
     _check(fn, X)
+
+
+# --- a builtin iterator class reaching a resume function as a stack value (fuzz round 7) ----------------------------
+
+def _reversed_loop(x):
+    out = []
+    for item in reversed(x.tolist()):
+        out.append(item)
+    return out
+
+
+def _enumerate_loop(x):
+    out = []
+    for item in enumerate(x.tolist()):
+        out.append(item)
+    return out
+
+
+def _zip_loop(x):
+    out = []
+    for item in zip(x.tolist(), "abc"):
+        out.append(item)
+    return out
+
+
+@pytest.mark.parametrize("fn", [_reversed_loop, _enumerate_loop, _zip_loop])
+def test_an_iterator_class_loaded_before_a_break_makes_a_fresh_iterator_each_call(fn):
+    """``reversed(x.tolist())`` breaks at ``tolist`` with ``reversed`` already on the stack: the resume function
+    got the class as an input, wrapped it as a class and folded its call over the (guarded, constant) list into
+    one real iterator baked into the code -- the second call found it exhausted and returned ``[]``."""
+    got = _check(fn, X, graphs=0, breaks=1, calls=2)
+    assert len(got) == 3
