@@ -330,3 +330,22 @@ def test_an_iterator_class_loaded_before_a_break_makes_a_fresh_iterator_each_cal
     one real iterator baked into the code -- the second call found it exhausted and returned ``[]``."""
     got = _check(fn, X, graphs=0, breaks=1, calls=2)
     assert len(got) == 3
+
+
+def test_a_mutable_builtin_object_is_made_fresh_on_every_call():
+    """``bytearray(2)`` over constants was folded: one real object baked into the code and returned by every call,
+    so the caller's write to the first result showed in the second.  It breaks instead (see [Note: folding a
+    constructor])."""
+    def fn(x):
+        b = bytearray(2)
+        return x + 1, b
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    first = compiled(X)[1]
+    first[0] = 9
+    got = compiled(X)
+    assert got[1] == fn(X)[1] == bytearray(2) and got[1] is not first
+    assert dict(minidynamo.counters["graph_break"]) == {
+        "constructing a bytearray object while tracing: folded, one real object would serve every call": 1}
+    assert cnt.frame_count == 1 and not minidynamo.counters["eager_fallback"]
