@@ -38,6 +38,17 @@ from .variables.nn_module import any_global_module_hooks
 _contexts: weakref.WeakSet[CompileContext] = weakref.WeakSet()
 
 
+
+def code_signature(fn: types.FunctionType) -> inspect.Signature:
+    """The parameters ``fn``'s code binds, which name the frame's locals.  [Note: wrapped signatures]
+    ``inspect.signature`` follows ``__wrapped__`` and ``__signature__``: for a ``functools.wraps`` wrapper such
+    as ``@contextmanager``'s ``helper(*args, **kwds)`` it names the wrapped function's parameters, and the traced
+    frame found ``args`` unbound.  A bare function over the same code has neither attribute."""
+    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    bare.__kwdefaults__ = fn.__kwdefaults__
+    return inspect.signature(bare)
+
+
 class CompileContext:
     """Everything one ``minicompile(...)`` call owns: its backend, options and cache."""
 
@@ -126,11 +137,10 @@ class CompileContext:
             return dict(zip(code.co_varnames, args))  # the common case, without inspect's binding machinery
         sig = self.signatures.get(code)
         if sig is None:
-            # the frame's own parameters: ``inspect.signature`` would follow ``__wrapped__`` (``functools.wraps``)
-            # to the wrapped function's, and bind ``inner(*args)``'s arguments as ``x`` -- a frame without its
-            # ``args`` (UnboundLocalError on 3.11, a segfault on 3.12).  (Training round 10: the
-            # ``torch._disable_dynamo`` wrapper of ``Optimizer.zero_grad``.)
-            sig = self.signatures[code] = inspect.signature(fn, follow_wrapped=False)
+            # the frame's own parameters, not those ``functools.wraps`` points at ([Note: wrapped signatures]):
+            # binding ``inner(*args)``'s arguments as the wrapped function's left the frame without its ``args``
+            # (UnboundLocalError on 3.11, a segfault on 3.12; training round 10 and translator fuzz round 7)
+            sig = self.signatures[code] = code_signature(fn)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         # inspect calls a comprehension's implicit argument ``.0`` "implicit0" (a Parameter must be an identifier):

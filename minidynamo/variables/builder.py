@@ -8,6 +8,7 @@ LIST_LENGTH and its items are wrapped one by one.  Mirrors ``VariableBuilder`` i
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import enum
 import functools
@@ -167,6 +168,13 @@ class VariableBuilder:
             args = VariableBuilder(self.tx, AttrSource(src, "args"))(value.args).unpack_var_sequence(self.tx)
             kwargs = VariableBuilder(self.tx, AttrSource(src, "keywords"))(value.keywords).items
             return PartialVariable(fn, args, kwargs, value=value, source=src)
+        if is_builtin_iterator_class(value):
+            # [Note: builtin iterator classes as inputs]  ``reversed`` / ``zip`` / ``enumerate`` reach a resume
+            # function as a stack value (``reversed(x.tolist())`` breaks between loading ``reversed`` and calling
+            # it).  Wrapped as a class, its call was folded over the constant list into ONE real iterator baked
+            # into the code: the second call found it exhausted.  It is the builtin LOAD_GLOBAL would give.
+            self.guard("ID_MATCH", value)
+            return BuiltinVariable(value, source=src)
         if isinstance(value, type):
             self.guard("ID_MATCH", value)
             ctx = wrap_context_manager_class(value, src)
@@ -177,6 +185,12 @@ class VariableBuilder:
             return BuiltinVariable(value, source=src)
         self.guard("TYPE_MATCH", type(value))
         return UserDefinedObjectVariable(value, source=src)
+
+
+def is_builtin_iterator_class(value: Any) -> bool:
+    """``reversed``, ``zip``, ``enumerate``, ``map``, ``filter``: builtin classes whose instances are iterators."""
+    return isinstance(value, type) and getattr(value, "__module__", None) == "builtins" and \
+        getattr(builtins, value.__name__, None) is value and hasattr(value, "__next__")
 
 
 def is_aliasable(vt: VariableTracker) -> bool:

@@ -20,7 +20,7 @@ import torch
 
 from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes
-from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold
+from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold, holds_state_across_calls
 from .dicts import (
     DictIteratorVariable,
     DictVariable,
@@ -113,6 +113,9 @@ class BuiltinVariable(VariableTracker):
             return OPERATOR_HANDLERS[fn](tx, *args)
         if fn in MATH_ON_TENSORS and any(isinstance(a, TensorVariable) for a in args):
             unimplemented(f"math.{name} on a tensor reads its value", "use the torch function instead")
+        if isinstance(fn, type) and holds_state_across_calls(fn):  # see [Note: folding a constructor]
+            unimplemented(f"constructing a {name} object while tracing: folded, one real object would serve every "
+                          "call", "build it outside the compiled function, or let this part run eagerly")
         try:
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}

@@ -89,6 +89,15 @@ def fold(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     return wrap_constant_result(result)
 
 
+def holds_state_across_calls(cls: type) -> bool:
+    """[Note: folding a constructor]  A library class called on constants is folded: run now, the object baked
+    into the code.  That is right for values (``int("3")``, ``torch.Size([2])``) and for the containers that
+    become fresh trackers (``list``, ``dict``, ``set``); an iterator (``reversed``, ``map``) or a mutable object
+    (``bytearray(2)``) would be one object shared by every call -- exhausted, or carrying the last call's writes."""
+    return hasattr(cls, "__next__") or \
+        cls.__module__ == "builtins" and cls.__hash__ is None and cls not in (list, dict, set)  # not torch.finfo
+
+
 def raise_as_observed(e: Exception, reason: str) -> NoReturn:
     """Raise ``e``, which a Python operation on constants just raised (``1 / 0``, ``int("z")``), in the traced
     code: an ``except`` there catches it (``ObservedException``); unhandled, the frame runs eagerly and Python

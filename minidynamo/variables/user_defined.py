@@ -17,7 +17,7 @@ import torch
 from ..exc import refuse_frame, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, holds_state_across_calls
 
 
 def is_data_descriptor(static) -> bool:
@@ -206,6 +206,9 @@ class UserDefinedClassVariable(VariableTracker):
         from .misc import ExceptionVariable, plain_exception_class
         if plain_exception_class(cls) and not kwargs:
             return ExceptionVariable(cls, list(args))
+        if is_library_class(cls) and holds_state_across_calls(cls):
+            unimplemented(f"constructing a {cls.__qualname__} object while tracing: folded, one real object would "
+                          "serve every call", "build it outside the compiled function, or let this part run eagerly")
         if all(a.is_python_constant() for a in [*args, *kwargs.values()]) and \
                 is_library_class(cls) and not issubclass(cls, BaseException):
             from .constant import fold

@@ -1,8 +1,9 @@
 """Lists, dicts, sets and the builtins over them, as CPython runs them: mutating methods change the object itself
 (and reach the caller's argument), containers that hold themselves, ``list.index`` / ``count`` / ``in`` next to
-tensors, and builtins called with arguments they do not take.
+tensors, builtins called with arguments they do not take, and builtin constructors whose object must be made
+afresh on every call (an iterator, a ``bytearray``).
 
-Found by differential fuzzing (rounds 4 to 6).  Every test runs a small program eagerly and compiled (on deep copies
+Found by differential fuzzing (rounds 4 to 7).  Every test runs a small program eagerly and compiled (on deep copies
 of the same inputs), compares the results -- values, dtypes, exceptions' types and args -- and the inputs afterwards
 (a mutation must reach the caller's list, dict or set), then counts graphs, graph breaks and eager fallbacks.
 Budget: ~2 s.
@@ -298,3 +299,54 @@ def test_reduce_of_an_empty_sequence_raises_type_error():
             return x * 2, str(e)
 
     _check(fn, X)
+
+
+# --- a builtin iterator class reaching a resume function as a stack value (fuzz round 7) ----------------------------
+
+def _reversed_loop(x):
+    out = []
+    for item in reversed(x.tolist()):
+        out.append(item)  # noqa: PERF402 - the loop (FOR_ITER after the break) is what is tested
+    return out
+
+
+def _enumerate_loop(x):
+    out = []
+    for item in enumerate(x.tolist()):
+        out.append(item)  # noqa: PERF402 - the loop (FOR_ITER after the break) is what is tested
+    return out
+
+
+def _zip_loop(x):
+    out = []
+    for item in zip(x.tolist(), "abc"):
+        out.append(item)  # noqa: PERF402 - the loop (FOR_ITER after the break) is what is tested
+    return out
+
+
+@pytest.mark.parametrize("fn", [_reversed_loop, _enumerate_loop, _zip_loop])
+def test_an_iterator_class_loaded_before_a_break_makes_a_fresh_iterator_each_call(fn):
+    """``reversed(x.tolist())`` breaks at ``tolist`` with ``reversed`` already on the stack: the resume function
+    got the class as an input, wrapped it as a class and folded its call over the (guarded, constant) list into
+    one real iterator baked into the code -- the second call found it exhausted and returned ``[]``."""
+    got = _check(fn, X, graphs=0, breaks=1, calls=2)
+    assert len(got) == 3
+
+
+def test_a_mutable_builtin_object_is_made_fresh_on_every_call():
+    """``bytearray(2)`` over constants was folded: one real object baked into the code and returned by every call,
+    so the caller's write to the first result showed in the second.  It breaks instead (see [Note: folding a
+    constructor])."""
+    def fn(x):
+        b = bytearray(2)
+        return x + 1, b
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    first = compiled(X)[1]
+    first[0] = 9
+    got = compiled(X)
+    assert got[1] == fn(X)[1] == bytearray(2) and got[1] is not first
+    assert dict(minidynamo.counters["graph_break"]) == {
+        "constructing a bytearray object while tracing: folded, one real object would serve every call": 1}
+    assert cnt.frame_count == 1 and not minidynamo.counters["eager_fallback"]
