@@ -30,6 +30,8 @@ CONSTANT_FUNCTIONS = {
     # code asking for the stack (``nn.MultiheadAttention``'s ``_is_make_fx_tracing`` in eval mode) must see the
     # caller's stack, and must not get the fake mode back as a value.  Answered natively, outside the fake mode.
     torch._C._len_torch_dispatch_stack,
+    # the name of the out-of-tree device backend, a str: torch 2.11's clip_grad_norm_ lists it among foreach devices
+    torch._C._get_privateuse1_backend_name,
 }
 # Answered from the *tracer's* autocast state (inside a traced `with torch.autocast(...)` it differs from the real one;
 # the state at frame start is pinned by the AUTOCAST guard).  See [Note: autocast state].
