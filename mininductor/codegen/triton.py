@@ -391,9 +391,6 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
     def constant(self, value, dtype: torch.dtype) -> str:
         shape = "[1]" if self.ndim == 1 else "[1, 1]"
         cd = compute_dtype(dtype)
-        if isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0:
-            # Triton 3.6's tl.full(..., -0.0) gives +0.0 (compiled and interpreted): negate a +0.0 instead
-            return self._emit(f"-tl.full({shape}, 0.0, {TL_DTYPE[cd]})", cd)
         return self._emit(f"tl.full({shape}, {constant_repr(value, dtype)}, {TL_DTYPE[cd]})", cd)
 
     def index_expr(self, expr, dtype: torch.dtype) -> str:
