@@ -27,7 +27,6 @@ A softmax over rows of 130 (persistent; abridged)::
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from typing import Any
 
