@@ -34,6 +34,9 @@ fx_graph_cache_hits: int = 0
 compile_worker_jobs: int = 0
 compile_worker_failures: int = 0
 compile_worker_errors: list = []
+# Tensors copied into or out of a CUDA graph's static buffers by its replays (runtime.CudaGraphRunner): inputs
+# recorded in place -- parameters, buffers, other recordings' outputs -- are never copied.
+cudagraph_input_copies: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -61,8 +64,10 @@ def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
     global symbolic_compiles, fx_graph_cache_hits, compile_worker_jobs, compile_worker_failures
+    global cudagraph_input_copies
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
     symbolic_compiles = fx_graph_cache_hits = compile_worker_jobs = compile_worker_failures = 0
+    cudagraph_input_copies = 0
     compile_worker_errors.clear()
     from . import fx_graph_cache
     fx_graph_cache.clear()  # counts start from an empty cache

@@ -24,7 +24,7 @@ from typing import Any
 import numpy
 import torch
 
-from . import config
+from . import config, metrics
 from .indexing import next_power_of_2
 
 
@@ -500,8 +500,13 @@ class CudaGraphRunner:
 
     [Note: static inputs]  Parameters and buffers keep their addresses from call to call, so the graph is
     recorded on the real tensors and they are never copied (upstream's cudagraph trees do the same): for the
-    MoE that is 1 GB of weights a replay does not move.  Only the other inputs (activations) are copied in, and
-    only inputs the graph mutates (``mutated``: their indices) are copied back out after a replay.
+    MoE that is 1 GB of weights a replay does not move.  So do the outputs of a recorded graph: every replay
+    returns the same tensors, so a graph that consumes another's outputs is recorded on them too, as
+    cudagraph trees record on the memory of the graph before ([Note: replayed outputs as static inputs]).
+    Only the other inputs (activations made eagerly, the user's inputs) are copied in, and only those of them the
+    graph mutates (``mutated``: their indices) are copied back out after a replay.  The warm-up runs before the
+    capture work on copies of the in-place inputs the graph writes: the recording call changes them once, by
+    its replay, as every later call does.
 
     [Note: replayed outputs are new values]  A replay returns the same output tensors as the last one, with new
     contents written by the GPU, not by a PyTorch op.  So each replay bumps their version counters
@@ -524,15 +529,19 @@ class CudaGraphRunner:
         self.static_inputs = [x if is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
                               for x in example_inputs]
         self.in_place = [k for k, x in enumerate(example_inputs) if is_static_input(x)]  # recorded on the real one
+        warm_up = [x.clone() if k in mutated and k in self.in_place else x for k, x in enumerate(self.static_inputs)]
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):  # warm up: compile and autotune outside the capture
-                self.call(list(self.static_inputs))
+                self.call(list(warm_up))
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.static_outputs = self.call(list(self.static_inputs))
+        for out in self.static_outputs:  # [Note: replayed outputs as static inputs]
+            if isinstance(out, torch.Tensor):
+                out._mininductor_cudagraph_output = True
 
     def __call__(self, inputs: list):
         if any(self.static_inputs[k].data_ptr() != inputs[k].data_ptr() for k in self.in_place):
@@ -543,11 +552,13 @@ class CudaGraphRunner:
         for dst, src in zip(self.static_inputs, inputs):
             if isinstance(dst, torch.Tensor) and dst.data_ptr() != src.data_ptr():
                 dst.copy_(src)
+                metrics.cudagraph_input_copies += 1
         self.graph.replay()
         for k in self.mutated:  # the replay updated the static copy: write it back into the caller's tensor
             dst, src = self.static_inputs[k], inputs[k]
             if dst.data_ptr() != src.data_ptr():
                 src.copy_(dst)
+                metrics.cudagraph_input_copies += 1
             else:  # recorded on the caller's own tensor: the replay changed it behind autograd's back
                 torch.autograd.graph.increment_version(src)
         # [Note: replayed outputs are new values]
@@ -556,6 +567,16 @@ class CudaGraphRunner:
 
 
 def is_static_input(x) -> bool:
-    """Parameters and buffers of modules: tensors whose address does not change between calls."""
+    """Tensors whose address does not change between calls: parameters and buffers of modules, and the outputs
+    of a recorded CUDA graph.
+
+    [Note: replayed outputs as static inputs]  A replay returns the very tensors its recording made, rewritten.
+    When the next graph takes one of them (the tutorial MoE: the routing graph's ``outputs`` buffer, which each
+    expert's graph adds into, and its flattened indices), that graph is recorded on it, like on a parameter: no
+    copy in, and no copy back out of what it writes.  The consumer's runner holds the tensor, so its memory is
+    never handed to another tensor while the recording lives; a call that brings another tensor in its place
+    gets a recording of its own (``CompiledGraph.runner`` keys recordings by these addresses).  Upstream's
+    cudagraph trees get the same from one memory pool shared by the graphs of a tree."""
     return isinstance(x, torch.nn.Parameter) or getattr(x, "_is_param", False) or \
-        getattr(x, "_dynamo_static_input_type", None) is not None
+        getattr(x, "_dynamo_static_input_type", None) is not None or \
+        getattr(x, "_mininductor_cudagraph_output", False)

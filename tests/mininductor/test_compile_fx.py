@@ -260,6 +260,39 @@ def test_the_tutorial_moe_under_reduce_overhead_equals_eager():
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
 
 
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs need a GPU (MININDUCTOR_TEST_DEVICE=cuda)")
+def test_a_graph_is_recorded_on_the_outputs_of_the_graph_before():
+    """[Note: replayed outputs as static inputs]: the second graph (after the break) adds into a buffer the
+    first graph made and reads another of its outputs. It is recorded on those tensors, so a replay copies
+    only the user's input into the first graph -- no copy into or out of the second -- and every call still
+    equals eager, the buffer written once per call (the warm-up before the capture worked on a copy)."""
+    import minidynamo
+
+    class Accumulate(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            out = torch.zeros(4, 8, device=x.device)
+            h = x * 2
+            minidynamo.graph_break()
+            out.index_add_(0, torch.tensor([0, 2, 2], device=x.device), self.proj(h))
+            return out
+
+    minidynamo.reset()
+    model = Accumulate().to(DEVICE)
+    compiled = minidynamo.minicompile(model, mode="reduce-overhead")
+    with torch.no_grad():
+        for step in range(4):
+            x = torch.randn(3, 8, device=DEVICE)
+            metrics.reset()
+            assert_same(compiled(x), model(x))
+            if step >= 1:  # recorded: only x is copied, into the first graph
+                assert metrics.cudagraph_input_copies == 1
+    assert minidynamo.counters["stats"]["unique_graphs"] == 2
+
+
 def test_phase_times_add_up_without_counting_nested_phases_twice():
     import time
     metrics.reset()
