@@ -107,3 +107,36 @@ def test_accumulating_scatters_of_small_dtypes_fall_back():
             return (x.index_put((index,), ones, accumulate=True), x.scatter_add(0, index[None], ones[:1]),
                     x.index_add(0, index, ones, alpha=3))
         check(scatters, x, fallbacks=2 if dtype == torch.bfloat16 else 3)  # bf16 index_add(alpha) along dim 0 is fp32
+
+
+@cpu_only
+def test_a_bad_index_does_not_retire_the_symbolic_graph():
+    """A symbolic graph that raises on the caller's bad index is not broken: the error is eager's, raised once,
+    with no "symbolic graph failed" fallback, and the next good call of a new size still runs the one symbolic
+    compile (no per-shape compile). Before, the error retired the symbolic graph for good and re-ran the call."""
+    import warnings
+
+    import minidynamo
+    from mininductor import metrics
+
+    def f(x, i):
+        return x[i] * 2 + 1
+
+    compiled = minidynamo.minicompile(f)
+    i = torch.tensor([1, 2])
+    for n in (5, 6, 7):  # the third size compiles the symbolic graph (automatic dynamic)
+        x = torch.randn(n)
+        torch.testing.assert_close(compiled(x, i), f(x, i))
+    metrics.reset()
+    bad, x = torch.tensor([1, 20]), torch.randn(8)
+    with pytest.raises(IndexError) as eager_error:
+        f(x, bad)
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(IndexError) as ours:
+        warnings.simplefilter("always")
+        compiled(x, bad)
+    assert "20" in str(ours.value) and "20" in str(eager_error.value)
+    assert not [w for w in caught if "symbolic" in str(w.message)] and metrics.symbolic_fallbacks == []
+    x = torch.randn(9)
+    torch.testing.assert_close(compiled(x, i), f(x, i))
+    assert metrics.specialisations == 0 and metrics.generated_kernel_count == 0  # the symbolic compile served it
+    assert minidynamo.counters["stats"]["unique_graphs"] == 2
