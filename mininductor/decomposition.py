@@ -64,6 +64,8 @@ def _table() -> dict:
     for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
                        (aten.special_xlog1py.default, xlog1py)):
         table[op] = _rounding_each_step(decomp, table.get(op))
+    table[aten.binary_cross_entropy.default] = _checking_probabilities(table[aten.binary_cross_entropy.default])
+    table[aten.bernoulli.default] = _bernoulli_checking_p(table[aten.bernoulli.default])
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
     return table
 
@@ -80,6 +82,33 @@ def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: flo
         query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
         scale=scale, enable_gqa=query.size(1) != key.size(1))
     return output.contiguous(), attn
+
+
+def _checking_probabilities(upstream):
+    """Upstream's ``binary_cross_entropy``, after the checks eager's kernels make on the values: every input
+    element in [0, 1] (a NaN too fails), on both devices (the CPU raises, CUDA asserts on the device), and every
+    target element on the CPU (CUDA's kernel asserts that only in recent releases: not checked there, lest we
+    stop where eager does not).  Without them a probability of 1.5 gave a loss (the log of a negative number,
+    clamped at -100).  ``aten._assert_async`` is lowered to a kernel: [Note: value checks] in codegen/triton.py."""
+    def binary_cross_entropy(input, target, weight=None, reduction=1):
+        _check_probabilities(input, "all elements of input should be between 0 and 1")
+        if input.device.type == "cpu":
+            _check_probabilities(target, "all elements of target should be between 0 and 1")
+        return upstream(input, target, weight, reduction)
+    return binary_cross_entropy
+
+
+def _bernoulli_checking_p(upstream):
+    """Upstream's ``bernoulli(p)`` (``rand < p``), after the check eager's kernels make: every ``p`` in [0, 1]
+    (a NaN too fails). The CPU raises, CUDA asserts on the device; we drew 1 for a ``p`` of 1.5."""
+    def bernoulli(p, *, generator=None):
+        _check_probabilities(p, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        return upstream(p, generator=generator)
+    return bernoulli
+
+
+def _check_probabilities(p, message: str) -> None:
+    aten._assert_async.msg(torch.all((p >= 0) & (p <= 1)), message)
 
 
 def _falls_back_if(refuse, upstream):
@@ -244,13 +273,27 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in _SHIFTS and len(args) == 2:
             args = _shift_operands(*args)
-        out = func(*args, **(kwargs or {}))
         if func is torch.nn.functional.one_hot:
-            out = out.contiguous()
-        elif func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
+            return _one_hot(*args, **(kwargs or {})).contiguous()
+        out = func(*args, **(kwargs or {}))
+        if func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
             out = _tensor_iterator_layout(out, args[:2])
         return out
+
+
+def _one_hot(x, num_classes: int = -1):
+    """``F.one_hot`` as the AOT path traces it (upstream's Python body, under the Python dispatcher): the
+    comparison with ``arange``, after two ``aten._assert_async`` checks of the classes (lowered to kernels:
+    [Note: value checks] in codegen/triton.py).  Eager's CPU kernel raises for a class outside
+    ``[0, num_classes)``; its CUDA kernel's scatter stops with a device-side assert.  The C++ body we would
+    trace otherwise has no check: a bad class gave a row of zeros.  ``num_classes=-1`` reads the largest
+    class (a data-dependent size): left to the C++ body, as is an index tensor that is not int64 (which it
+    refuses, as eager does)."""
+    from torch._decomp.decompositions import one_hot
+    if num_classes == -1 or x.dtype != torch.long:
+        return torch.nn.functional.one_hot(x, num_classes)
+    return one_hot(x, num_classes)
 
 
 _SHIFTS = {torch.Tensor.__lshift__, torch.Tensor.__rshift__, torch.Tensor.__rlshift__, torch.Tensor.__rrshift__,

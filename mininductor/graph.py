@@ -147,6 +147,8 @@ class GraphLowering(torch.fx.Interpreter):
         # name of each such scatter's buffer -> the input's name
         self.reinplace = reinplaceable_scatters(gm)
         self.reinplaced: dict[str, str] = {}
+        # buffers whose kernels check values (aten._assert_async): kept, though nothing reads them
+        self.assertions: list[str] = []
         self.current_node: torch.fx.Node | None = None
         self.output_bases = _output_bases(gm)
         self.original_strides = _original_output_strides(gm)

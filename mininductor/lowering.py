@@ -181,7 +181,7 @@ _UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
           "tan", "tanh", "sigmoid", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
           "floor", "ceil", "trunc", "round", "sign", "reciprocal", "relu", "bitwise_not"]
 _BINARY = ["maximum", "minimum", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
-           "remainder", "fmod", "copysign", "bitwise_left_shift", "bitwise_right_shift"]
+           "copysign", "bitwise_left_shift", "bitwise_right_shift"]  # remainder, fmod: _remainder_lowering
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]
 _INTEGER_ONLY = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                  "bitwise_right_shift"}
@@ -349,15 +349,41 @@ def div(a, b, rounding_mode=None):
         # the CPU's vectorised kernel rounds ``a / b`` to fp16/bf16 before truncating it: 2.9998 (fp32) is 3.0
         # in fp16, whose trunc is 3, not 2 ([Note: floor division rounds where ATen's kernel does])
         return pointwise([a, b], lambda x, y: ops.trunc(ops.to_dtype(ops.truediv(x, y), out)), out, compute)
-    return pointwise([a, b], ops.truncdiv, out, compute)
+    return pointwise([a, b], _zero_divisor_checked(ops.truncdiv, a, b, compute), out, compute)
 
 
 @register_lowering(aten.floor_divide)
 def floor_divide(a, b):
     out, compute = _dtype_for((a, b), "default")
     if not is_float(out):
-        return pointwise([a, b], ops.floordiv, out, compute)
+        return pointwise([a, b], _zero_divisor_checked(ops.floordiv, a, b, compute), out, compute)
     return _float_floor_divide(a, b, out, compute)
+
+
+def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype) -> Callable:
+    """``op`` (integer ``//``, trunc division, ``%`` or ``fmod``) raising ``RuntimeError: ZeroDivisionError`` for
+    a zero divisor, as the CPU's kernels do ([Note: value checks] in codegen/triton.py).  CUDA's kernels divide
+    anyway (the result is undefined: -1 or 2**32 - 1 where ATen has no check), so a GPU kernel does too;
+    floating-point division has no error (inf or NaN), and a nonzero scalar divisor needs no check."""
+    if is_float(compute) or device_of([a, b]).type != "cpu" or (isinstance(b, (int, float)) and b != 0):
+        return op
+
+    def checked(x, y):
+        ops.device_assert_async(ops.ne(y, ops.constant(0, compute)), "ZeroDivisionError")
+        return op(x, y)
+    return checked
+
+
+def _remainder_lowering(name: str) -> Callable:
+    def lowering(a, b):
+        _refuse_what_eager_refuses(name, [a, b])
+        out, compute = _dtype_for((a, b), "default")
+        return pointwise([a, b], _zero_divisor_checked(getattr(ops, name), a, b, compute), out, compute)
+    return lowering
+
+
+for _name in ("remainder", "fmod"):
+    register_lowering(getattr(aten, _name), getattr(prims, _name))(_remainder_lowering(_name))
 
 
 def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorBox:
@@ -405,6 +431,20 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
                          ops.where(ops.ne(div, zero), floor, ops.copysign(zero, quotient)))
 
     return pointwise([a, b], fn, out, compute)
+
+
+@register_lowering(aten._assert_async)
+def assert_async(cond, msg: str = "Expected Tensor with single nonzero value, but got zero") -> None:
+    """``torch._assert_async(cond, msg)``: raise ``RuntimeError(msg)`` unless the one-element ``cond`` is nonzero
+    -- a device-side assert on CUDA, as eager's.  Decompositions check values with it (``one_hot``'s classes,
+    ``binary_cross_entropy``'s probabilities); as a fallback it would cost a host sync and a fallback each.
+    Lowered like Inductor's, to a kernel with ``ops.device_assert_async`` ([Note: value checks] in
+    codegen/triton.py): usually the epilogue of the ``all`` reduction that computes ``cond``."""
+    def check(c):
+        ops.device_assert_async(ops.to_dtype(c, torch.bool), msg)
+        return c
+    checked = pointwise([cond], check, cond.get_dtype())
+    V.graph.assertions.append(checked.storage().realize())
 
 
 @register_lowering(aten.pow, prims.pow)

@@ -228,6 +228,13 @@ class IndexOutOfRange(IndexError, RuntimeError):
     ``RuntimeError`` for ``gather``, ``scatter`` or ``index_add``: this is both, so either ``except`` catches it."""
 
 
+class ValueCheckFailed(RuntimeError):
+    """A value eager refuses, found by an interpreted kernel's ``ops.device_assert_async`` ([Note: value checks]
+    in codegen/triton.py): a zero integer divisor ("ZeroDivisionError"), a class past ``one_hot``'s
+    ``num_classes``, a probability outside [0, 1] in ``binary_cross_entropy`` or ``bernoulli``. Eager's CPU
+    kernels raise ``RuntimeError`` for each, with the same message."""
+
+
 class KernelLauncher:
     """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
 
@@ -287,8 +294,8 @@ class KernelLauncher:
                 try:
                     self.fn[grid](*args, **meta)
                 except Exception as e:
-                    if isinstance(e.__cause__, IndexOutOfRange):  # from _check_index: raise what eager raises
-                        raise e.__cause__ from None
+                    if isinstance(e.__cause__, (IndexOutOfRange, ValueCheckFailed)):  # from _check_index or
+                        raise e.__cause__ from None  # _check_values: raise what eager raises
                     raise
         else:
             return self.fn[grid](*args, **meta)  # the compiled kernel (Triton 3.x returns it)

@@ -291,6 +291,7 @@ class Scheduler:
         for _, value in self.graph.mutations:
             names.add(value.realize())
         names |= set(self.graph.reinplaced)  # scatters into graph inputs (reinplace.py): their effect is the output
+        names |= set(self.graph.assertions)  # a check's effect is the error it raises: [Note: value checks]
         return names - {None}
 
     def _create_nodes(self, buffers):

@@ -423,6 +423,26 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             return sym(value)
         return sym(self._emit(f"tl.where({value} < 0, {value} + {size_text}, {value})", self._dtype(value)))
 
+    def device_assert_async(self, ok: str, message: str) -> None:
+        """Stop with ``message`` where ``ok`` is false (Inductor's ``ops.device_assert_async``).
+
+        [Note: value checks]  Some eager kernels refuse input *values*: the CPU's integer division raises
+        ``RuntimeError: ZeroDivisionError`` for a zero divisor; ``one_hot``, ``binary_cross_entropy`` and
+        ``bernoulli`` check their classes and probabilities (decomposed with ``aten._assert_async``, lowered to
+        this).  A kernel computes a value there instead -- a wrong answer -- so the lowering asks for a check
+        on the values at run time, where eager's kernel on that device has one.  As for indices ([Note:
+        out-of-range indices]): an interpreted kernel checks in plain Python (``_check_values``, raising
+        ``RuntimeError(message)``); a GPU kernel calls ``tl.device_assert``, a device-side assert like eager's
+        ``CUDA_KERNEL_ASSERT``.  Lanes outside the kernel's masks (a padded block, the untaken side of
+        ``ops.masked``) are not checked.  Only what a kernel computes is checked: ``(a // b)[:2] + 1`` computes
+        two quotients, so a zero later in ``b`` goes unnoticed where eager (dividing everything) raises."""
+        mask = self._mask(ok, self.r_node)
+        if self.interpret:
+            self.lines.append(f"_check_values({ok}, {mask}, {message!r})")
+        else:
+            self.lines.append(f"tl.device_assert({ok} | ~({mask}), {message!r})")
+            self.device_asserts = True
+
     def masked(self, mask: str, body, other) -> str:
         self.mask_stack.append(mask)
         try:

@@ -79,6 +79,16 @@ def _check_index(index, size, mask, wrap_neg):  # interpreted only: [Note: out-o
     if bad.size:
         raise IndexOutOfRange(f"index {int(bad.flat[0])} is out of bounds for dimension with size {size}")
 ''',
+    "_check_values": '''
+def _check_values(ok, mask, message):  # interpreted only: [Note: value checks] in codegen/triton.py
+    import numpy as np
+
+    from mininductor.runtime import ValueCheckFailed
+    value = lambda t: np.asarray(getattr(getattr(t, "handle", None), "data", t))
+    ok, mask = value(ok), value(mask)
+    if not np.all(ok.astype(bool) | ~mask.astype(bool)):
+        raise ValueCheckFailed(message)
+''',
 }
 
 HEADER = IMPORTS + "".join(f"\n{h}\n" for h in HELPERS.values())  # every helper: for kernels written by hand

@@ -1,4 +1,6 @@
-"""Compiled GPU kernels check the indices they read from tensors ([Note: out-of-range indices]).
+"""Compiled GPU kernels check the indices they read from tensors ([Note: out-of-range indices]), and the values
+eager's CUDA kernels assert on ([Note: value checks]: ``one_hot``'s classes, ``binary_cross_entropy``'s
+probabilities).
 
 An out-of-range ``x[i]`` in eager CUDA stops the indexing kernel with a device-side assert; our compiled kernel
 does the same through ``tl.device_assert`` (Inductor's ``assert_indirect_indexing``), where it used to read or
@@ -32,6 +34,11 @@ PROGRAMS = {
     "index_put": lambda x, i: x.clone().index_put_((i,), torch.ones(8, device=x.device)),
     "index_add": lambda x, i: x.clone().index_add_(0, i, torch.ones(2, 8, device=x.device)),
     "scatter": lambda x, i: x.clone().scatter_(0, i.view(-1, 1).expand(-1, 8), 1.0),
+    # value checks: eager's one_hot scatters (a device-side assert for a class of 20); its binary_cross_entropy
+    # and bernoulli kernels assert that each probability is in [0, 1] (2.0 is not)
+    "one_hot": lambda x, i: F.one_hot(i, 16) * 2,
+    "binary_cross_entropy": lambda x, i: F.binary_cross_entropy(i.float() / 10, torch.ones(2, device=x.device)),
+    "bernoulli": lambda x, i: torch.bernoulli(i.float() / 10) * 0,  # * 0: a random draw compares with eager's
 }
 
 CHILD = textwrap.dedent("""
@@ -73,6 +80,14 @@ def test_kernels_with_indirect_loads_are_compiled_with_their_checks():
             torch.testing.assert_close(compiled(x, i), fn(x, i))
     plain = compile_fn(lambda x: x.sin() * 2, x)
     assert "device_assert" not in plain.source
+
+
+def test_integer_division_by_zero_is_not_checked_on_the_gpu():
+    """Eager's CUDA kernels divide integers by zero without an error (the CPU's raise ZeroDivisionError:
+    test_value_checks.py), so a GPU kernel has no check: it would stop where eager returns."""
+    a = torch.tensor([5, -7, 3], device="cuda")
+    compiled = compile_fn(lambda a, b: (a // b, a % b, torch.fmod(a, b)), a, a)
+    assert "device_assert" not in compiled.source
 
 
 def test_integer_overflow_still_wraps_in_a_checking_kernel():
