@@ -59,7 +59,7 @@ from torch._subclasses.fake_tensor import (
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import config, metrics
-from .runtime import IndexOutOfRange
+from .runtime import IndexOutOfRange, ValueCheckFailed
 
 SYM_TYPES = (torch.SymInt, torch.SymBool, torch.SymFloat)
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode)
@@ -151,8 +151,8 @@ class SymbolicCompiled:
             return self.per_shape(*args)
         try:
             return self.compiled(*args)
-        except IndexOutOfRange:  # the caller's data, not our compile: eager raises it too, and so do we, once
-            raise
+        except (IndexOutOfRange, ValueCheckFailed):  # the caller's data, not our compile (a bad index, a zero
+            raise  # divisor: [Note: value checks]): eager raises it too, and so do we, once
         except Exception as e:  # noqa: BLE001  (see [Note: never a wrong answer])
             self.broken = True
             _record_fallback(f"the symbolic graph failed when called: {type(e).__name__}: {e}")

@@ -161,3 +161,26 @@ def test_assert_async_is_a_kernel():
     compiled = check(fn, x, kernels=1, fallbacks=0)
     if DEVICE == "cpu":
         _raises_like_eager(compiled, fn, torch.tensor([1.0, -2.0, 3.0]))
+
+
+@cpu_only
+def test_a_zero_divisor_does_not_retire_the_symbolic_graph():
+    """As a bad index (test_indirect_indexing.py): the symbolic graph raises eager's error once, with no "symbolic
+    graph failed" fallback, and still serves the next size."""
+    import warnings
+
+    def f(a, b):
+        return a // b + 1
+
+    compiled = minidynamo.minicompile(f)
+    for n in (5, 6, 7):  # the third size compiles the symbolic graph (automatic dynamic)
+        a, b = torch.arange(n), torch.arange(1, n + 1)
+        assert_same(compiled(a, b), f(a, b))
+    metrics.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _raises_like_eager(compiled, f, torch.arange(8), torch.arange(8))
+    assert not [w for w in caught if "symbolic" in str(w.message)] and metrics.symbolic_fallbacks == []
+    a, b = torch.arange(9), torch.arange(1, 10)
+    assert_same(compiled(a, b), f(a, b))
+    assert metrics.specialisations == 0 and metrics.generated_kernel_count == 0  # the symbolic compile served it
