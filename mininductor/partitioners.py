@@ -107,14 +107,16 @@ def is_sym_node(n: Node) -> bool:
 # ----------------------------------------------------------------------------------------------------------------
 # Building the two graphs once we know what is saved
 # ----------------------------------------------------------------------------------------------------------------
-def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> torch.fx.GraphModule:
-    """A new graph with ``inputs`` as placeholders that computes ``outputs``, copying the joint nodes it needs.
+def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node],
+                   checks: Iterable[Node] = ()) -> torch.fx.GraphModule:
+    """A new graph with ``inputs`` as placeholders that computes ``outputs`` and makes ``checks`` (see
+    ``_checks``), copying the joint nodes they need.
 
     A size query on a value the new graph cannot compute is asked of one of its inputs instead
     ([Note: sizes in the backward])."""
     available = _computable(joint, inputs)
     rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
-    needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
+    needed = _ancestors([*outputs, *checks], stop=set(inputs) | rebuilt)
     missing = [n for n in needed - set(inputs) if n.op == "placeholder"]
     assert not missing, f"partition bug: {[n.name for n in missing]} needed but not passed in"
     graph = torch.fx.Graph()
@@ -127,6 +129,18 @@ def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
             env[n] = _size_from_inputs(graph, n, inputs, env) if n in rebuilt else graph.node_copy(n, env.__getitem__)
     graph.output(tuple(env[o] for o in outputs))
     return torch.fx.GraphModule(joint, graph)
+
+
+def _checks(joint: torch.fx.GraphModule, inputs: list[Node], exclude: Iterable[Node] = ()) -> list[Node]:
+    """The ``aten._assert_async`` checks (``one_hot``'s classes, ``binary_cross_entropy``'s probabilities: [Note:
+    value checks] in codegen/triton.py) a graph taking ``inputs`` can make.  Nothing reads a check, so walking
+    back from the outputs dropped them: a training compile returned a loss where eager raises.  A check of
+    forward values is made by the forward graph, once; the backward makes those it alone can (none, usually)."""
+    available = _computable(joint, inputs)
+    return [n for n in joint.graph.nodes if n.target in _VALUE_CHECKS and n in available and n not in exclude]
+
+
+_VALUE_CHECKS = {aten._assert_async.msg, aten._assert_async.default}
 
 
 def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
@@ -210,8 +224,9 @@ def _build(joint: torch.fx.GraphModule, num_fwd_outputs: int, saved: list[Node])
     tangents = [n for n in joint.graph.nodes if _is_tangent(n)]
     bw_outs = [g for g in grads if g is not None]
     saved = _sorted(joint, saved + _size_carriers(joint, saved + tangents, bw_outs, primals))
-    fw_gm = _extract_graph(joint, primals, list(fw_outs) + saved)
-    bw_gm = _extract_graph(joint, saved + tangents, bw_outs)
+    fw_checks = _checks(joint, primals)
+    fw_gm = _extract_graph(joint, primals, list(fw_outs) + saved, fw_checks)
+    bw_gm = _extract_graph(joint, saved + tangents, bw_outs, _checks(joint, saved + tangents, exclude=fw_checks))
     return fw_gm, bw_gm
 
 

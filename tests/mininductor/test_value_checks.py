@@ -184,3 +184,24 @@ def test_a_zero_divisor_does_not_retire_the_symbolic_graph():
     a, b = torch.arange(9), torch.arange(1, 10)
     assert_same(compiled(a, b), f(a, b))
     assert metrics.specialisations == 0 and metrics.generated_kernel_count == 0  # the symbolic compile served it
+
+
+@cpu_only
+def test_checks_survive_the_training_partition():
+    """In a training compile the partitioner copies into each graph what its outputs need: the checks, which
+    nothing reads, were dropped, and the loss came back where eager raises. They now go to the forward graph;
+    the gradients still match eager's."""
+    def f(logits, target, classes):
+        p = logits.sigmoid()
+        return F.binary_cross_entropy(p, target) + (F.one_hot(classes, 3).float() * logits[:, :3]).sum()
+
+    compiled = minidynamo.minicompile(f)
+    x, t, i = torch.randn(4, 5, requires_grad=True), torch.rand(4, 5), torch.tensor([0, 2, 1, 1])
+    metrics.reset()
+    compiled(x, t, i).backward()
+    ours, x.grad = x.grad, None
+    f(x, t, i).backward()
+    assert_same(ours, x.grad)
+    assert metrics.fallback_count == 0
+    _raises_like_eager(compiled, f, x.detach().requires_grad_(), t * 2, i)
+    _raises_like_eager(compiled, f, x.detach().requires_grad_(), t, torch.tensor([0, 3, 1, 1]))
