@@ -198,6 +198,25 @@ def test_repeat_and_view_of_an_empty_batch_compile_without_fallback():
     assert frames_ok() == 1
 
 
+def _cat_and_stack_empty(x):
+    y = 1.0 / (x.abs() + 1)
+    return torch.cat([y, y * 0.5], 0), torch.stack([x, x.sin()], 0)
+
+
+def test_cat_and_stack_of_empty_batches_compile_without_fallback():
+    """``cat`` drops legacy empty ``(0,)`` inputs, as eager does -- and with every input empty it had none left
+    (IndexError): the op fell back to ATen, in the forward and in the backward.  (Training round 11.)"""
+    compiled = minidynamo.minicompile(_cat_and_stack_empty, backend="inductor")
+    (x,), (x_ref,) = leaves(torch.randn(0))
+    out, ref = compiled(x), _cat_and_stack_empty(x_ref)
+    assert_same(out, ref)
+    sum(o.sum() for o in out).backward()
+    sum(r.sum() for r in ref).backward()
+    assert_same(x.grad, x_ref.grad)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert frames_ok() == 1
+
+
 def _expanded(x, w):
     return (x @ w).unsqueeze(0).expand(2, -1, -1)
 
