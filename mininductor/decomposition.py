@@ -17,8 +17,10 @@ import functools
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 aten = torch.ops.aten
+_MEAN, _SUM = 1, 2  # ATen's reduction argument (torch.nn._reduction): 0 none, 1 mean, 2 sum
 
 _EXTRA = [
     aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.native_group_norm,
@@ -67,7 +69,21 @@ def _table() -> dict:
     table[aten.binary_cross_entropy.default] = _checking_probabilities(table[aten.binary_cross_entropy.default])
     table[aten.bernoulli.default] = _bernoulli_checking_p(table[aten.bernoulli.default])
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
+    for op in (aten.mse_loss_backward.default, aten.smooth_l1_loss_backward.default,
+               aten.huber_loss_backward.default):
+        table[op] = _empty_mean_loss_backward(table[op])
     return table
+
+
+def _empty_mean_loss_backward(upstream):
+    """Upstream's ``mse_loss_backward`` (``smooth_l1``, ``huber``) computes the mean's factor as the Python float
+    ``2.0 / input.numel()``: a ZeroDivisionError while tracing when the input is empty, where eager returns an
+    empty gradient. An empty gradient has no values, so the sum's (no factor) is as good as the mean's."""
+    def decomposition(grad_output, input, target, reduction, *args):
+        if reduction == _MEAN and statically_known_true(input.numel() == 0):
+            reduction = _SUM
+        return upstream(grad_output, input, target, reduction, *args)
+    return decomposition
 
 
 def scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p: float = 0.0, is_causal: bool = False,

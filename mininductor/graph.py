@@ -215,7 +215,7 @@ class GraphLowering(torch.fx.Interpreter):
                 self.zero_dim_cpu_tensors.add(name)
             device = self.device
         size, stride = [as_size(s) for s in example.shape], [as_size(s) for s in example.stride()]
-        self._record_size_sources(name, size)
+        self._record_size_sources(name, size, stride)
         layout = ir.FixedLayout(device, example.dtype, size, stride, 0)
         buf = ir.InputBuffer(name, layout)
         buf.storage_offset = as_size(example.storage_offset())
@@ -223,11 +223,15 @@ class GraphLowering(torch.fx.Interpreter):
         self.graph_input_names.append(name)
         return TensorBox(ir.StorageBox(buf))
 
-    def _record_size_sources(self, name: str, size: list) -> None:
-        """A size that is a bare symbol tells the wrapper where to read that symbol at run time."""
-        for dim, s in enumerate(size):
-            if isinstance(s, sympy.Symbol) and s not in self.size_sources:
-                self.size_sources[s] = (name, dim)
+    def _record_size_sources(self, name: str, size: list, stride: list) -> None:
+        """A size or stride that is a bare symbol tells the wrapper where to read that symbol at run time.
+
+        A non-contiguous input (``x[:, ::2]`` of a dynamic ``x``) has a stride symbol of its own, read with
+        ``.stride()`` when no input's size has it."""
+        for attr, values in (("shape", size), ("stride()", stride)):
+            for dim, s in enumerate(values):
+                if isinstance(s, sympy.Symbol) and s not in self.size_sources:
+                    self.size_sources[s] = (name, attr, dim)
 
     def get_attr(self, target, args, kwargs):
         value = getattr(self.module, target)

@@ -599,7 +599,8 @@ def arange(*args, **kwargs):
 # ----------------------------------------------------------------------------------------- cat / pad
 @register_lowering(aten.cat, prims.cat)
 def cat(tensors, dim=0):
-    tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)]
+    # eager skips legacy empty (0,) inputs -- unless all of them are: then the result is (0,) itself
+    tensors = [t for t in tensors if not (len(t.get_size()) == 1 and t.get_size()[0] == 0)] or tensors[:1]
     dim = dim % len(tensors[0].get_size())
     dtype = out_dtype(default=promote(tensors))
     size = list(tensors[0].get_size())

@@ -171,6 +171,10 @@ def reshape(x, size: list[int]) -> TensorBox:
         size = [_exact_div(numel, known) if s == -1 else s for s in size]
     if old == size:
         return x
+    if numel == 0:
+        # [Note: views of empty tensors] nothing is read, so any index will do; pairing the dims would meet a
+        # product of 0 on both sides ([2, 0] as [0]) and index modulo a size of 0
+        return _view(x, size, lambda index: [sympy.Integer(0)] * len(old))
     groups = _reshape_groups(old, size)
 
     def reindex(index):

@@ -264,3 +264,28 @@ def test_multihead_attention_with_a_causal_attn_mask_trains_over_sequence_length
         assert_same(list(mha.parameters()), list(ref.parameters()), atol=1e-5, rtol=1e-4)
     assert not minidynamo.counters["graph_break"]
     assert minidynamo.counters["frames"]["ok"] == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _normalized_rows(x, w):
+    return F.layer_norm(x, x.shape[-1:]) * w + x.softmax(0)
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_a_strided_input_trains_from_one_symbolic_compile(dynamic):
+    """An input that is a view with a step (``base[:, ::2]`` of a growing ``base``) has a stride symbol of its
+    own: no input's *size* is that symbol, so ``call`` could not read it and every such graph fell back to a
+    compile per shape.  The wrapper now reads it off the input's ``.stride()``.  (Training round 11.)"""
+    torch.manual_seed(0)
+    compiled = minidynamo.minicompile(_normalized_rows, backend="inductor", dynamic=dynamic)
+    w = torch.randn(3)
+    for b in (2, 5, 7):
+        bases, bases_ref = leaves(torch.randn(b, 6), w)
+        (x, wo), (x_ref, w_ref) = (bases[0][:, ::2], bases[1]), (bases_ref[0][:, ::2], bases_ref[1])
+        out, ref = compiled(x, wo), _normalized_rows(x_ref, w_ref)
+        assert_same(out, ref, atol=1e-5, rtol=1e-4)
+        _loss(out).backward()
+        _loss(ref).backward()
+        for mine, expected in zip(bases, bases_ref):
+            assert_same(mine.grad, expected.grad, atol=1e-5, rtol=1e-4)
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert metrics.symbolic_fallbacks == [] and metrics.fallback_count == 0

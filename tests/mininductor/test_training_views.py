@@ -8,6 +8,7 @@ Regression tests from the training fuzz rounds 8 and 9.  Budget: a few seconds o
 """
 import pytest
 import torch
+import torch.nn.functional as F
 
 import minidynamo
 from mininductor import metrics
@@ -175,6 +176,45 @@ def test_empty_output_view_keeps_the_gradient_of_the_weight(backend):
     compiled(x, w).sum().backward()
     _empty_batch_view(x_ref, w_ref).sum().backward()
     assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad))
+
+
+def _repeated_empty(x, y):
+    return torch.maximum(F.mish(x.repeat(1).repeat(2)), y), x.repeat(2, 1).view(-1, 2)
+
+
+def test_repeat_and_view_of_an_empty_batch_compile_without_fallback():
+    """A reshape of an empty tensor paired its dims by products -- 0 on both sides, so ``[2, 0]`` met ``[0]``
+    and the index math took a modulo by a size of 0: ``x.repeat(1).repeat(2)`` of an empty ``x`` ran the whole
+    forward and backward graphs eagerly, and ``x.repeat(2, 1).view(-1, 2)`` fell back for its view.  A view
+    of an empty tensor reads nothing; any index will do.  (Training round 11.)"""
+    compiled = minidynamo.minicompile(_repeated_empty, backend="inductor")
+    (x, y), (x_ref, y_ref) = leaves(torch.randn(0), torch.randn(1))
+    out, ref = compiled(x, y), _repeated_empty(x_ref, y_ref)
+    assert_same(out, ref)
+    sum(o.sum() for o in out).backward()
+    sum(r.sum() for r in ref).backward()
+    assert_same((x.grad, y.grad), (x_ref.grad, y_ref.grad))
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert frames_ok() == 1
+
+
+def _cat_and_stack_empty(x):
+    y = 1.0 / (x.abs() + 1)
+    return torch.cat([y, y * 0.5], 0), torch.stack([x, x.sin()], 0)
+
+
+def test_cat_and_stack_of_empty_batches_compile_without_fallback():
+    """``cat`` drops legacy empty ``(0,)`` inputs, as eager does -- and with every input empty it had none left
+    (IndexError): the op fell back to ATen, in the forward and in the backward.  (Training round 11.)"""
+    compiled = minidynamo.minicompile(_cat_and_stack_empty, backend="inductor")
+    (x,), (x_ref,) = leaves(torch.randn(0))
+    out, ref = compiled(x), _cat_and_stack_empty(x_ref)
+    assert_same(out, ref)
+    sum(o.sum() for o in out).backward()
+    sum(r.sum() for r in ref).backward()
+    assert_same(x.grad, x_ref.grad)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert frames_ok() == 1
 
 
 def _expanded(x, w):
