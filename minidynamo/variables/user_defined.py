@@ -14,7 +14,7 @@ import types
 
 import torch
 
-from ..exc import refuse_frame, unimplemented
+from ..exc import raise_observed_exception, refuse_frame, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, holds_state_across_calls
@@ -46,6 +46,10 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
             getattr_fn = inspect.getattr_static(cls, "__getattr__")
             if isinstance(getattr_fn, types.FunctionType):
                 return UserMethodVariable(getattr_fn, obj).call_function(tx, [ConstantVariable(name)], {})
+        if getattr(obj, "built_here", False) and getattr(cls, "__getattr__", None) is None:
+            # every attribute of an object built in this frame is known here: the read raises, as in Python
+            message = f"{cls.__name__!r} object has no attribute {name!r}"
+            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
         unimplemented(f"{cls.__name__} object has no attribute {name!r}",
                       "the frame runs eagerly so Python raises AttributeError itself")
     if isinstance(static, property):
