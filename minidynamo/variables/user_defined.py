@@ -382,9 +382,15 @@ class SuperVariable(VariableTracker):
             unimplemented("zero-argument super() outside a method")
         if hasattr(cls_cell.value, "realize"):
             cls_cell.value = cls_cell.value.realize(tx)
-        self_vt = tx.symbolic_locals[first]
-        if hasattr(self_vt, "realize"):
-            self_vt = tx.symbolic_locals[first] = self_vt.realize(tx)
+        if first in tx.cells:  # a closure captures self: super() reads the cell's content
+            cell = tx.cells[first]
+            if hasattr(cell.get(), "realize"):
+                cell.value = cell.value.realize(tx)
+            self_vt = cell.get()
+        else:
+            self_vt = tx.symbolic_locals[first]
+            if hasattr(self_vt, "realize"):
+                self_vt = tx.symbolic_locals[first] = self_vt.realize(tx)
         return SuperVariable(cls_cell.get().as_python_constant(), self_vt)
 
     def var_getattr(self, tx, name):
