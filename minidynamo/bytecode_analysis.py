@@ -97,7 +97,25 @@ def _livevars(code: types.CodeType, offset: int) -> frozenset[str]:
     for name in code.co_varnames:
         if _may_read_before_write(instrs, succ, index[offset], name):
             live.add(name)
+    if uses_zero_arg_super(code) and not super_reads_a_cell(code):  # super() reads the first argument unnamed
+        live.add(code.co_varnames[0])
     return frozenset(live)
+
+
+def uses_zero_arg_super(code: types.CodeType) -> bool:
+    """[Note: zero-argument super in resume functions]  ``super()`` with no arguments reads the frame's
+    ``__class__`` cell and its *first local* (CPython's ``super_init_without_args``), whatever its name.  A resume
+    function's parameters are the saved stack, then the live locals: without care its first local is a stack value
+    and ``super()`` there looks up the wrong object, or the method's ``self`` is not passed at all (no instruction
+    after the break names it).  So in a method that may call ``super()``, the first argument counts as live at
+    every break and is the resume function's first parameter (``resume_execution.resume_argnames``)."""
+    return code.co_argcount > 0 and "__class__" in code.co_freevars and "super" in code.co_names
+
+
+def super_reads_a_cell(code: types.CodeType) -> bool:
+    """A method calling ``super()`` whose first argument is a cell (a closure captures ``self``): in a resume
+    function that cell is a free variable, never the first local ``super()`` reads, so such a frame is not split."""
+    return uses_zero_arg_super(code) and code.co_varnames[0] in code.co_cellvars
 
 
 def _may_read_before_write(instrs, succ, start: int, name: str) -> bool:

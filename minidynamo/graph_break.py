@@ -30,7 +30,7 @@ import types
 from bytecode import Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
-from .bytecode_analysis import closing_runs_code, livevars_analysis
+from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import refuse_frame, unimplemented
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
@@ -90,7 +90,7 @@ def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
 
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
-            not cells_movable(code) or reads_frame_locals(code):
+            not cells_movable(code) or reads_frame_locals(code) or super_reads_a_cell(code):
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
     if inside_try_block(code, offset):
@@ -515,9 +515,8 @@ def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live
         cg.call(2)
     else:
         cg.load_global(resume_name)
-    for n in stack_names:
-        cg.load_local(n)
-    for n in live:
-        cg.load_local(f"___live_{n}")
-    cg.call(2 + len(stack_names) + len(live))
+    params = resume_fn.__code__.co_varnames[:resume_fn.__code__.co_argcount]  # resume_execution.resume_argnames
+    for n in params:
+        cg.load_local(n if n in stack_names else f"___live_{n}")
+    cg.call(2 + len(params))
     cg.append(Instr("RETURN_VALUE"))

@@ -28,7 +28,7 @@ import torch
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
-from .bytecode_analysis import real_instructions
+from .bytecode_analysis import real_instructions, uses_zero_arg_super
 
 
 class Continuation:
@@ -154,7 +154,7 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     prologue += [Instr("RESUME", 0), *[Instr("PUSH_NULL") if s is None else Instr("LOAD_FAST", s)
                                        for s in stack_slots], Instr("JUMP_FORWARD", label)]
     new = Bytecode(prologue + nop_dead_code(body, prologue))
-    new.argnames = list(stack_names) + list(local_names)
+    new.argnames = resume_argnames(code, stack_names, local_names)
     new.argcount = len(new.argnames)
     new.posonlyargcount = 0
     new.kwonlyargcount = 0
@@ -166,6 +166,17 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     new.name = name
     new.qualname = name
     return new.to_code(compute_exception_stack_depths=False)
+
+
+def resume_argnames(code: types.CodeType, stack_names: list[str], local_names: list[str]) -> list[str]:
+    """The parameters of a resume function of ``code``: the saved stack, then the live locals -- except that a
+    method calling ``super()`` keeps its first argument first ([Note: zero-argument super in resume functions])."""
+    names = list(stack_names) + list(local_names)
+    first = code.co_varnames[0] if code.co_argcount else None
+    if uses_zero_arg_super(code) and first in local_names:
+        names.remove(first)
+        names.insert(0, first)
+    return names
 
 
 def resume_freevars(code: types.CodeType) -> list[str]:

@@ -56,7 +56,7 @@ from .variables import (
     wrap_constant_result,
 )
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import get_iterator
+from .variables.builtin import get_iterator, getattr_or_attribute_error
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
 from .variables.misc import ExceptionVariable
 from .variables.operators import binary_op, compare_op, is_op, unary_op
@@ -72,6 +72,10 @@ _AUTOGRAD_FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # the classme
 # function; the wrapped function is meant to run eagerly, so calling it is a graph break, whether or not eager
 # already called it once, and its frame is never translated (eval_frame runs it as it is).
 DISABLE_DYNAMO_CODE = torch._disable_dynamo(lambda: None).__code__
+# ``case int(v):``: builtins whose one positional sub-pattern matches the subject itself (CPython's
+# ``_Py_TPFLAGS_MATCH_SELF``).
+SELF_MATCHING_TYPES = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
+SELF_MATCH = object()
 
 
 # Instructions that move stack values without looking at them (see [Note: lazy values on the stack]).
@@ -82,6 +86,19 @@ STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP"
 # Set by ``minidynamo.step_through`` while it records a translation: called as ``step_observer(tx)`` in place of
 # ``tx.step()``, so it can snapshot the translator before and after each instruction and see a break as it happens.
 step_observer = None
+
+
+def match_positional(cls: type, count: int):
+    """The attributes ``count`` positional sub-patterns of ``case cls(...)`` name (CPython's ``match_class``):
+    ``cls.__match_args__``, or, for the builtins that match themselves (int, str, tuple...), the subject."""
+    if count == 0:
+        return ()
+    match_args = getattr(cls, "__match_args__", None)  # looked up on the class, as CPython does
+    if match_args is None and cls in SELF_MATCHING_TYPES and count == 1:
+        return SELF_MATCH
+    if not isinstance(match_args, tuple) or count > len(match_args):
+        unimplemented(f"`match` class pattern {cls.__name__}() with {count} positional sub-patterns (a TypeError)")
+    return match_args[:count]
 
 
 class InstructionTranslatorBase(ExceptionHandlingMixin):
@@ -763,6 +780,32 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
             unimplemented(f"`match` of a mapping pattern on {subject.describe()}", "match on a plain dict")
         found = all(k in subject.items for k in keys)
         self.push(TupleVariable([subject.items[k] for k in keys]) if found else ConstantVariable(None))
+
+    def MATCH_CLASS(self, inst):  # subject, cls, keyword names -> tuple of attributes, or None
+        names = self.pop().as_python_constant()
+        cls_vt, subject = self.pop(), self.pop()
+        cls = cls_vt.as_python_constant() if cls_vt.is_python_constant() else None
+        if not isinstance(cls, type):
+            unimplemented(f"`match` class pattern on {cls_vt.describe()}", "match on a class")
+        matched = BuiltinVariable(isinstance).call_function(self, [subject, cls_vt], {}).as_python_constant()
+        if not matched:
+            self.push(ConstantVariable(None))
+            return
+        positional = match_positional(cls, inst.arg)
+        if positional is SELF_MATCH:  # case int(v): the subject itself
+            attrs, values = list(names), [subject]
+        else:
+            attrs, values = list(positional) + list(names), []
+        if len(set(attrs)) != len(attrs):
+            unimplemented(f"`match` class pattern {cls.__name__} names an attribute twice (a TypeError)")
+        missing = object()
+        for name in attrs:
+            value = getattr_or_attribute_error(self, subject, name, missing)
+            if value is missing:
+                self.push(ConstantVariable(None))
+                return
+            values.append(value)
+        self.push(TupleVariable(values))
 
     # --- imports, returns ---------------------------------------------------------------------------------------
     def IMPORT_NAME(self, inst):

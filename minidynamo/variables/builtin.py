@@ -242,23 +242,40 @@ class BuiltinVariable(VariableTracker):
         unimplemented(f"{pick.__name__}() over tensors compares values", f"use torch.{pick.__name__}imum or torch.{pick.__name__}")
 
     @staticmethod
-    def _minmax_by_comparison(tx, items, pick):
+    def _minmax_by_comparison(tx, items, pick, keys=None):
         """[Note: min/max over mixed int and float sizes] CPython returns the winning *object*: ``max(n / 2, m)``
         is an int when ``m`` wins and a float when ``n / 2`` does.  ``torch.sym_max`` promotes to float, so over
         mixed types we run CPython's loop instead -- the first item wins ties, a later one replaces it only when
         strictly greater (less, for min) -- and each comparison guards the relation it took (``s1 > s0/2``)."""
         better = operator.gt if pick is max else operator.lt
-        best = items[0]
-        for item in items[1:]:
-            if compare_op(tx, better, item, best).truth(tx):
-                best = item
-        return best
+        best = 0
+        for k in range(1, len(items)):
+            if compare_op(tx, better, (keys or items)[k], (keys or items)[best]).truth(tx):
+                best = k
+        return items[best]
 
     def call_min(self, tx, *args, **kwargs):
-        return None if kwargs else self._minmax(tx, args, min)
+        return self._minmax_keyed(tx, args, min, **kwargs) if kwargs else self._minmax(tx, args, min)
 
     def call_max(self, tx, *args, **kwargs):
-        return None if kwargs else self._minmax(tx, args, max)
+        return self._minmax_keyed(tx, args, max, **kwargs) if kwargs else self._minmax(tx, args, max)
+
+    def _minmax_keyed(self, tx, args, pick, key=None, default=None):
+        """``max(xs, key=f)``/``max(xs, default=d)``: CPython's loop over the keys (see [Note: min/max over mixed
+        int and float sizes]); the winning item is returned.  Over constants it is folded."""
+        if len(args) == 1 and args[0].is_python_constant() and (key is None or key.is_python_constant()) and \
+                (default is None or default.is_python_constant()):
+            return None  # folded: CPython's own errors (max([], key=f) without a default) included
+        if default is not None and len(args) != 1:
+            return None
+        items = args[0].unpack_var_sequence(tx) if len(args) == 1 else list(args)
+        if not items:
+            return default
+        if key is None or key.is_python_constant() and key.as_python_constant() is None:
+            keys = items
+        else:
+            keys = [key.call_function(tx, [i], {}) for i in items]
+        return self._minmax_by_comparison(tx, items, pick, keys)
 
     def call_abs(self, tx, x):
         if isinstance(x, TensorVariable):

@@ -7,6 +7,7 @@ Mirrors ``torch/_dynamo/variables/lists.py``.
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import NoReturn
 
@@ -21,6 +22,7 @@ from .base import (
     handler_takes,
 )
 from .constant import ConstantVariable, fold, raise_as_observed
+from .sym_node import is_numeric
 
 
 class BaseListVariable(VariableTracker):
@@ -204,17 +206,27 @@ class ListVariable(BaseListVariable):
         return ConstantVariable(None)
 
     def _m_sort(self, tx, *, key=None, reverse=None):
+        """[Note: sorting symbolic sizes]  ``sorted(x.shape)`` with a dynamic size: list.sort asks only ``a < b``,
+        so the same sort run over positions, each ``<`` answered by the ShapeEnv (which guards the relation it
+        took, ``s0 < 4``), makes the comparisons CPython makes on the real values, in the same order: the same
+        stable result, valid for every size the guards admit."""
+        from .operators import compare_op  # operators imports this module
         if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
             keys = [key.call_function(tx, [i], {}) for i in self.items]
         else:
             keys = list(self.items)
-        if not all(k.is_python_constant() for k in keys):
+        reverse = bool(reverse.as_python_constant()) if reverse else False
+        if all(k.is_python_constant() for k in keys):
+            values = [k.as_python_constant() for k in keys]
+            position_key = values.__getitem__
+        elif all(is_numeric(k) for k in keys):  # symbolic sizes among them: see [Note: sorting symbolic sizes]
+            position_key = functools.cmp_to_key(lambda a, b: -1 if compare_op(tx, operator.lt, keys[a], keys[b])
+                                                 .truth(tx) else 1)
+        else:
             unimplemented("sorting by values that are not constants (tensors compare by value)",
                           "sort indices or constants, or use torch.sort / torch.argsort")
-        values = [k.as_python_constant() for k in keys]
         try:  # a stable sort of the positions, as list.sort is (reverse=True keeps equal items in order too)
-            order = sorted(range(len(values)), key=values.__getitem__,
-                           reverse=bool(reverse.as_python_constant()) if reverse else False)
+            order = sorted(range(len(keys)), key=position_key, reverse=reverse)
         except TypeError as e:  # '<' not supported between instances of 'str' and 'int'
             raise_as_observed(e, f"list.sort: {e}")
         self.items[:] = [self.items[k] for k in order]

@@ -14,7 +14,7 @@ import types
 
 import torch
 
-from ..exc import refuse_frame, unimplemented
+from ..exc import raise_observed_exception, refuse_frame, unimplemented
 from ..source import AttrSource
 from .base import VariableTracker
 from .constant import ConstantVariable, holds_state_across_calls
@@ -46,6 +46,10 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
             getattr_fn = inspect.getattr_static(cls, "__getattr__")
             if isinstance(getattr_fn, types.FunctionType):
                 return UserMethodVariable(getattr_fn, obj).call_function(tx, [ConstantVariable(name)], {})
+        if getattr(obj, "built_here", False) and getattr(cls, "__getattr__", None) is None:
+            # every attribute of an object built in this frame is known here: the read raises, as in Python
+            message = f"{cls.__name__!r} object has no attribute {name!r}"
+            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
         unimplemented(f"{cls.__name__} object has no attribute {name!r}",
                       "the frame runs eagerly so Python raises AttributeError itself")
     if isinstance(static, property):
@@ -378,9 +382,15 @@ class SuperVariable(VariableTracker):
             unimplemented("zero-argument super() outside a method")
         if hasattr(cls_cell.value, "realize"):
             cls_cell.value = cls_cell.value.realize(tx)
-        self_vt = tx.symbolic_locals[first]
-        if hasattr(self_vt, "realize"):
-            self_vt = tx.symbolic_locals[first] = self_vt.realize(tx)
+        if first in tx.cells:  # a closure captures self: super() reads the cell's content
+            cell = tx.cells[first]
+            if hasattr(cell.get(), "realize"):
+                cell.value = cell.value.realize(tx)
+            self_vt = cell.get()
+        else:
+            self_vt = tx.symbolic_locals[first]
+            if hasattr(self_vt, "realize"):
+                self_vt = tx.symbolic_locals[first] = self_vt.realize(tx)
         return SuperVariable(cls_cell.get().as_python_constant(), self_vt)
 
     def var_getattr(self, tx, name):

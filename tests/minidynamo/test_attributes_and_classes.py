@@ -1,8 +1,8 @@
 """Attributes and user classes: ``getattr`` / ``hasattr`` / ``setattr`` (with defaults, on tensors, builtin
-containers and inputs -- guarded), ``__slots__``, ``__call__``, a user ``__getattribute__``, and a dataclass made in
-the frame.
+containers and inputs -- guarded), ``__slots__``, ``__call__``, a user ``__getattribute__``, a dataclass made in
+the frame, and zero-argument ``super()`` in a method that breaks.
 
-Found by differential fuzzing (rounds 4 to 6).  Every test compares with the plain function (results, exceptions'
+Found by differential fuzzing (rounds 4 to 6, and 8).  Every test compares with the plain function (results, exceptions'
 types and args, the inputs afterwards) and counts graphs, graph breaks, recompiles and eager fallbacks.
 Budget: ~2 s.
 """
@@ -204,3 +204,79 @@ def test_a_dataclass_made_in_the_frame_is_no_internal_error():
     assert torch.equal(got, expected)
     assert "internal error" not in _fallback_reasons()
     assert any("contains itself" in r for r in minidynamo.counters["graph_break"])
+
+
+# --- zero-argument super() after a graph break (fuzz round 8) -------------------------------------------------------
+# super() reads the frame's __class__ cell and its *first local*.  The resume function of a method that broke took
+# the saved stack and the live locals as parameters, and `self`, named by no instruction after the break, was not
+# among them: on 3.11 super() there looked up the wrong object -- AttributeError "'super' object has no attribute
+# 'f'" where eager returned a tensor -- after an internal error sent the resume function to eager.  Now the first
+# argument is live and the first parameter ([Note: zero-argument super in resume functions]).
+
+class _Base:
+    def f(self, t):
+        return t + 1
+
+
+class _Child(_Base):
+    def __init__(self):
+        self.calls = 0
+
+    def f(self, t):
+        a = super().f(t)
+        minidynamo.graph_break()
+        self.calls += 1
+        return super().f(a) * self.calls
+
+    def f_self_in_a_closure(self, t):
+        me = lambda: self  # `self` becomes a cell
+        a = super().f(t)
+        minidynamo.graph_break()
+        return super().f(a) + (me() is self)
+
+
+class _ChildModule(torch.nn.Module):
+    def forward(self, t):
+        return t.relu()
+
+
+class _GrandchildModule(_ChildModule):
+    def forward(self, t):
+        u = super().forward(t)
+        minidynamo.graph_break()
+        return super().forward(u - 1) * 3
+
+
+def test_super_in_a_method_after_a_graph_break():
+    def fn(x, obj):
+        return obj.f(x) + obj.f(x)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    mine, theirs = _Child(), _Child()
+    for _ in range(2):
+        assert torch.equal(compiled(X, mine), fn(X, theirs))
+    assert mine.calls == theirs.calls == 4
+    # fn breaks at its first obj.f call; obj.f runs compiled, breaking once, and so does the second call
+    assert _breaks() == 3 and not _fallback_reasons()
+    assert cnt.frame_count == 6  # the graphs of fn and obj.f's resume function are specialised to `self.calls`
+
+
+def test_super_in_a_module_forward_after_a_graph_break():
+    m = _GrandchildModule()
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(lambda x: m(x), backend=cnt)
+    for x in (X - 1, X - 2):
+        assert torch.equal(compiled(x), m(x))
+    assert _breaks() == 2 and not _fallback_reasons() and cnt.frame_count == 2  # the lambda breaks at m(x)
+
+
+def test_super_in_a_method_whose_self_is_a_cell_runs_it_eagerly():
+    def fn(x, obj):
+        return obj.f_self_in_a_closure(x) * 2
+
+    cnt = CompileCounter()
+    expected = fn(X, _Child())
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, _Child()), expected)
+    # fn breaks at the call; the method itself cannot be split (its resume function would not see `self`)
+    assert "graph_break() was called" in _fallback_reasons() and "internal error" not in _fallback_reasons()

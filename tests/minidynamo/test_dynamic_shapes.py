@@ -332,3 +332,38 @@ def test_a_symbolic_size_in_a_tuple_compares_by_value():
     for size in (4, 8, 5):
         x = torch.arange(float(size))
         assert _same(compiled(x), fn(x))
+
+
+# --- sorting and min/max with key= over symbolic sizes (fuzz round 8) -----------------------------------------------
+# ``min(x.shape, key=f)``, ``max(d, key=d.get)`` and ``sorted(...)`` of dynamic sizes were graph breaks ("builtin
+# min() with arguments ['SizeVariable']", "sorting by values that are not constants"), and inside a ``try`` block or
+# a 3.12 inlined comprehension the whole frame ran eagerly.  Now CPython's comparisons are made over the symbols,
+# each guarded ([Note: sorting symbolic sizes]).
+
+def _rank_sizes(x):
+    d = {"p": x.shape[0], "q": x.shape[1], "r": 4}
+    return (min(x.shape, key=lambda s: abs(s - 3)), max(x.shape, key=lambda s: -s), sorted(x.shape),
+            sorted(x.shape, reverse=True), max(d, key=d.get), sorted(d.items(), key=lambda kv: kv[1], reverse=True),
+            min([], default=x.shape[0]), sorted([x.shape[1], x.shape[0] / 2, True]),
+            x * max(x.shape[0], 4, key=lambda s: s % 3))
+
+
+def test_sorting_and_min_max_with_a_key_over_symbolic_sizes_do_not_break():
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_rank_sizes, backend=cnt)
+    for shape in [(3, 4), (5, 4), (6, 4), (2, 4), (4, 2)]:
+        x = torch.randn(shape)
+        assert _same(compiled(x), _rank_sizes(x))
+    assert not counters["graph_break"] and not counters["eager_fallback"]
+    assert counters["automatic_dynamic"]  # the sizes were symbols: each order is a guarded relation
+    assert cnt.frame_count == counters["recompiles"]["total"] + 1
+
+
+def test_min_with_a_key_over_tensors_still_breaks():
+    def fn(x):
+        return min(x.unbind(0), key=lambda t: t.sum()) * 2
+
+    cnt = CompileCounter()
+    x = torch.randn(3, 4)
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(x), fn(x))
+    assert sum(counters["graph_break"].values()) == 1 and not counters["eager_fallback"]
