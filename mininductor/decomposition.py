@@ -306,10 +306,13 @@ def _one_hot(x, num_classes: int = -1):
     trace otherwise has no check: a bad class gave a row of zeros.  ``num_classes=-1`` reads the largest
     class (a data-dependent size): left to the C++ body, as is an index tensor that is not int64 (which it
     refuses, as eager does)."""
-    from torch._decomp.decompositions import one_hot
     if num_classes == -1 or x.dtype != torch.long:
         return torch.nn.functional.one_hot(x, num_classes)
-    return one_hot(x, num_classes)
+    # our own body: torch 2.11 (the GPU machine's) has no Python one_hot to reuse
+    aten = torch.ops.aten
+    aten._assert_async.msg(torch.all(x >= 0), "one_hot: Class values must be non-negative.")
+    aten._assert_async.msg(torch.all(x < num_classes), "one_hot: Class values must be smaller than num_classes.")
+    return (x.unsqueeze(-1) == torch.arange(num_classes, dtype=x.dtype, device=x.device)).to(torch.int64)
 
 
 _SHIFTS = {torch.Tensor.__lshift__, torch.Tensor.__rshift__, torch.Tensor.__rlshift__, torch.Tensor.__rrshift__,
