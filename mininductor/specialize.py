@@ -290,12 +290,14 @@ def ints_as_tensors(gm: torch.fx.GraphModule, example_inputs: list) -> tuple | N
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     device = graph_device(example_inputs)
-    zero_dim = _fake_zero_dim(placeholders, device)
     for node in gm.graph.nodes:
         env[node] = graph.node_copy(node, lambda n: env[n])
         if node in (placeholders[k] for k in positions):  # a 0-d tensor now, not a SymInt
             env[node].meta.pop("example_value", None)
-            if zero_dim is not None:  # the symbolic path reads every placeholder's fake value
+            # the symbolic path reads every placeholder's fake value, and tells inputs apart by it: one fake
+            # per int (one shared by ``s`` and ``u`` made ``t * s + u`` read ``u`` twice)
+            zero_dim = _fake_zero_dim(placeholders, device)
+            if zero_dim is not None:
                 env[node].meta["example_value"] = zero_dim
     out = torch.fx.GraphModule(gm, graph, class_name="GraphModule")
     out.meta.update(gm.meta)

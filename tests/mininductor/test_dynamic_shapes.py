@@ -272,3 +272,22 @@ def test_symbolic_int_index_out_of_range_raises_as_eager():
     assert outcome(compiled, [torch.randn(3, 2)])[0] is IndexError
     # a view into a longer base: a view past its end would read the base's next row instead of raising
     assert outcome(compiled, [torch.randn(10, 2)[:4]])[0] is IndexError
+
+
+def test_two_int_operands_of_a_symbolic_graph_stay_two_inputs():
+    """Int inputs used only as operands become 0-d tensor inputs (specialize.ints_as_tensors), each with a fake
+    value the symbolic compile tells inputs apart by. One fake was shared by all of them, so ``t * s + u`` read
+    ``u`` twice: a wrong answer from the second call on (translator fuzz round 8, a break inside a function
+    called through ``*args``/``**kwargs``). Values against eager, one graph serving every size and value."""
+    import minidynamo
+    from mininductor import metrics
+
+    def f(t, s, u):
+        return t * s + u + 1
+
+    compiled = minidynamo.minicompile(f)
+    metrics.reset()
+    for n, s, u in ((2, 2, 1), (3, 3, 2), (5, 2, 1), (6, 3, 2), (7, 5, -4)):
+        t = torch.randn(n, 3)
+        torch.testing.assert_close(compiled(t, s, u), f(t, s, u))
+    assert minidynamo.counters["stats"]["unique_graphs"] == 2 and metrics.specialisations == 0
