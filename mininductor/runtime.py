@@ -222,17 +222,18 @@ def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) ->
             {"XBLOCK": 2, "RBLOCK": 4096, "num_warps": 16}]  # the best RMSNorm (a sum of squares, then the output)
 
 
-class IndexOutOfRange(IndexError, RuntimeError):
-    """An index outside its dimension, found by an interpreted kernel ([Note: out-of-range indices] in
-    codegen/triton.py).  Eager raises ``IndexError`` for ``x[i]``, ``index_select`` or ``embedding`` and
-    ``RuntimeError`` for ``gather``, ``scatter`` or ``index_add``: this is both, so either ``except`` catches it."""
-
-
 class ValueCheckFailed(RuntimeError):
     """A value eager refuses, found by an interpreted kernel's ``ops.device_assert_async`` ([Note: value checks]
     in codegen/triton.py): a zero integer divisor ("ZeroDivisionError"), a class past ``one_hot``'s
     ``num_classes``, a probability outside [0, 1] in ``binary_cross_entropy`` or ``bernoulli``. Eager's CPU
-    kernels raise ``RuntimeError`` for each, with the same message."""
+    kernels raise ``RuntimeError`` for each, with the same message.  The caller's data is wrong, not our
+    compile: nothing retries it (``specialize.SymbolicCompiled``)."""
+
+
+class IndexOutOfRange(IndexError, ValueCheckFailed):
+    """An index outside its dimension, found by an interpreted kernel ([Note: out-of-range indices] in
+    codegen/triton.py).  Eager raises ``IndexError`` for ``x[i]``, ``index_select`` or ``embedding`` and
+    ``RuntimeError`` for ``gather``, ``scatter`` or ``index_add``: this is both, so either ``except`` catches it."""
 
 
 class KernelLauncher:
@@ -294,8 +295,8 @@ class KernelLauncher:
                 try:
                     self.fn[grid](*args, **meta)
                 except Exception as e:
-                    if isinstance(e.__cause__, (IndexOutOfRange, ValueCheckFailed)):  # from _check_index or
-                        raise e.__cause__ from None  # _check_values: raise what eager raises
+                    if isinstance(e.__cause__, ValueCheckFailed):  # from _check_index or _check_values:
+                        raise e.__cause__ from None  # raise what eager raises
                     raise
         else:
             return self.fn[grid](*args, **meta)  # the compiled kernel (Triton 3.x returns it)

@@ -59,7 +59,7 @@ from torch._subclasses.fake_tensor import (
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import config, metrics
-from .runtime import IndexOutOfRange, ValueCheckFailed
+from .runtime import ValueCheckFailed
 
 SYM_TYPES = (torch.SymInt, torch.SymBool, torch.SymFloat)
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode)
@@ -151,7 +151,7 @@ class SymbolicCompiled:
             return self.per_shape(*args)
         try:
             return self.compiled(*args)
-        except (IndexOutOfRange, ValueCheckFailed):  # the caller's data, not our compile (a bad index, a zero
+        except ValueCheckFailed:  # the caller's data, not our compile (a bad index, a zero
             raise  # divisor: [Note: value checks]): eager raises it too, and so do we, once
         except Exception as e:  # noqa: BLE001  (see [Note: never a wrong answer])
             self.broken = True
