@@ -93,24 +93,24 @@ def precompile(module: Any, signatures: dict[str, list], wait: bool = True,
     jobs = list(_jobs(module, signatures))
     if not jobs:
         return []
-    _prepare(launcher for launcher, *_ in jobs)
+    _prepare(launcher for launcher, _, _ in jobs)
     remote = _remote_jobs(module, jobs, device)
     futures = [pool().submit(_compile_variant, launcher, signature, cfg, device, job)
-               for (launcher, signature, cfg, _, _), job in zip(jobs, remote)]
+               for (launcher, signature, cfg), job in zip(jobs, remote)]
     if wait:
         for f in futures:
             f.exception()  # wait; errors are the launch's to report
     return futures
 
 
-def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list, dict, str, int]]:
+def _jobs(module: Any, signatures: dict[str, list]) -> Iterable[tuple[Any, list, dict]]:
     for name, signature in signatures.items():
         launcher = getattr(module, name, None)
         if signature is None or launcher is None or getattr(launcher, "interpret", True):
             continue
-        for i, candidate in enumerate(getattr(launcher, "candidates", [launcher])):  # a ReductionKindChoice: both
+        for candidate in getattr(launcher, "candidates", [launcher]):  # a ReductionKindChoice: both
             for cfg in candidate.configs:
-                yield candidate, signature, cfg, name, i
+                yield candidate, signature, cfg
 
 
 def _remote_jobs(module: Any, jobs: list, device: int | None) -> list[CompileJob | None]:
@@ -125,10 +125,10 @@ def _remote_jobs(module: Any, jobs: list, device: int | None) -> list[CompileJob
         props = dict(driver.active.utils.get_device_properties(index))
     except Exception:  # noqa: BLE001 - an unknown driver: compile in-process
         return [None] * len(jobs)
-    return [CompileJob(path, module.__name__, name, i, [str(a) if isinstance(a, torch.dtype) else a
-                                                        for a in signature],
+    return [CompileJob(path, module.__name__, launcher.fn.__name__,
+                       [str(a) if isinstance(a, torch.dtype) else a for a in signature],
                        cfg, (target.backend, target.arch, target.warp_size), props)
-            for _, signature, cfg, name, i in jobs]
+            for launcher, signature, cfg in jobs]
 
 
 def _prepare(launchers: Iterable[Any]) -> None:

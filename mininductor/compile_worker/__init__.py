@@ -5,7 +5,7 @@ In:  a ``CompileJob`` -- which kernel of which generated ``output_code`` module,
      will pass (``async_compile.kernel_signature``), one candidate config, and the GPU it is for::
 
          CompileJob(path=".../c3f2....py", module="mininductor_cache_3f2..._gpu", kernel="triton_poi_fused_eq_2",
-                    candidate=0, signature=["torch.float32", "torch.bool", 1024], config={"XBLOCK": 1024, ...},
+                    signature=["torch.float32", "torch.bool", 1024], config={"XBLOCK": 1024, ...},
                     target=("cuda", 90, 32), device_properties={"max_shared_mem": 232448, ...})
 
 Out: nothing to use: the kernel is now in Triton's on-disk cache, so when ``async_compile`` runs the same
@@ -17,9 +17,10 @@ Triton compile (the Python front end, parts of the MLIR passes) holds the GIL.  
 How:
 * Plain ``subprocess.Popen([python, ".../compile_worker/__main__.py"])``, as upstream, not ``multiprocessing``:
   its ``spawn`` would re-import the user's main script, and ``fork`` would copy a process that holds a CUDA context.
-  The worker imports torch, Triton and ``mininductor.runtime`` (which generated modules import), not the compiler,
-  then compiles one small kernel to warm Triton up (its first compile in a process costs ~0.8 s more than the
-  next ones) before it says it is ready.
+  The worker imports Triton only, neither torch nor the compiler: it runs a generated module's kernels without
+  its wrapper (``_load_kernels``; the kernels need only Triton) and stands dtypes in for torch's
+  (``_StandInDtype``).  It then compiles one small kernel to warm Triton up (its first compile in a process costs
+  ~0.8 s more than the next ones) before it says it is ready.
 * A job and its reply are pickles, each after its length, over the worker's stdin and stdout.  The worker moves
   its own ``stdout`` to ``stderr`` first, so a ``print`` inside Triton cannot corrupt the stream.
 * **The worker never touches the GPU.**  It installs a stand-in Triton driver (``_StandInDriver``) that answers
@@ -29,12 +30,14 @@ How:
 * Started ahead of time, when minidynamo or mininductor is imported on a machine with an NVIDIA GPU (as upstream
   starts its pool when ``torch._inductor`` is imported).  Until one is ready, ``async_compile``'s thread compiles
   the kernel itself, as before.
-* **Off by default** (``config.compile_workers = 0``), by measurement (H200 host, docs/benchmarks.md): a worker
-  needs 5-8 s to start (most of it importing torch), longer than the tutorial MoE's whole first call, and eight
-  workers starting beside that call made it 1.4x slower (4.7-4.8 s against 3.2-3.4 s), where they compiled a
-  third of its kernels.  Once started they compile 16 kernels in 0.30 s against the threads' 1.0 s: worth it in a
-  long session that compiles much after its start, such as a training run's recompiles.  What did make the first
-  call faster is the warm-up in our own process (``warm_up_triton``).
+* **Off by default** (``config.compile_workers = 0``), by measurement (H200 host, docs/benchmarks.md).  Workers
+  used to import torch and needed 5-8 s to start, longer than the tutorial MoE's whole first call; without torch
+  they start in about a second.  Eight of them then compiled all 24 of its kernel variants, but its first call was
+  no faster (2.96-3.01 s against 2.76-3.04 s): a graph waits for its slowest kernel either way, and the part only
+  our process can do -- loading the binary and building its launcher, ~0.15 s for each new argument signature on
+  Triton 3.6 -- stays on the critical path.  Worth it in a long session that compiles much after its start, such
+  as a training run's recompiles.  What did make the first call faster is the warm-up in our own process
+  (``warm_up_triton``).
 * A worker costs speed, never correctness or a crash: one that fails a job, dies, or takes longer than
   ``config.compile_worker_timeout`` is counted (``metrics.compile_worker_failures``), a dead or hung one is
   dropped, and the thread compiles the kernel in our process as it always did.
@@ -62,13 +65,12 @@ _HEADER = struct.Struct("<Q")  # a message is its length (8 bytes, little-endian
 
 @dataclass(frozen=True)
 class CompileJob:
-    """One kernel variant to compile: ``module.<kernel>``'s launcher, candidate ``candidate`` (a
-    ``ReductionKindChoice`` has two), warmed up with ``signature`` (a dtype written as ``"torch.float32"``) and
-    ``config``, for ``target`` = (backend, arch, warp size)."""
+    """One kernel variant to compile: the ``@triton.jit`` function ``kernel`` of the generated module at ``path``
+    (a ``ReductionKindChoice``'s two candidates are two functions), warmed up with ``signature`` (a dtype written
+    as ``"torch.float32"``) and ``config``, for ``target`` = (backend, arch, warp size)."""
     path: str
     module: str
     kernel: str
-    candidate: int
     signature: list
     config: dict
     target: tuple
@@ -273,14 +275,19 @@ def _warm_up_kernel() -> Any:
     import triton
     import triton.language as tl
 
-    from ..runtime import interpret_mode
-    with interpret_mode(False):  # a compiled kernel, even where TRITON_INTERPRET=1 is set (the CPU tests)
+    interpreted = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"  # a compiled kernel, even where TRITON_INTERPRET=1 is set (the CPU tests)
+    try:
 
         @triton.jit
         def mininductor_warm_up(x_ptr, n, XBLOCK: tl.constexpr):
             i = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
             tl.store(x_ptr + i, tl.load(x_ptr + i, i < n) * 2.0, i < n)
-
+    finally:  # as runtime.interpret_mode does; not imported from there, because runtime imports torch
+        if interpreted is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = interpreted
     return mininductor_warm_up
 
 
@@ -309,27 +316,73 @@ class _StandInDriver:
         return 0
 
 
-def _load(path: str, name: str) -> Any:
-    """Import a generated module once per worker, under its cache name (as the parent keeps it)."""
-    import importlib.util
+# The line of a generated module where its kernels end and its wrapper (launchers, call(args), which need torch)
+# begins: codegen/wrapper.py writes it, a worker runs the module's text above it.
+WRAPPER_MARKER = "# ---- the wrapper: launchers and call(args); only this part needs torch"
+
+
+def _load_kernels(path: str, name: str) -> Any:
+    """A generated module's kernels, once per worker: the file's text above ``WRAPPER_MARKER`` run under the
+    module's name and file (Triton keys its cache on a kernel's source and line, so they must be the parent's).
+    Not the wrapper below it: that part imports torch, which would cost each worker seconds at start-up."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        with open(path) as f:
+            kernels = f.read().split(WRAPPER_MARKER)[0]
+        module = types.ModuleType(name)
+        module.__file__ = path
+        exec(compile(kernels, path, "exec"), module.__dict__)  # noqa: S102 - our own generated code
         sys.modules[name] = module
     return sys.modules[name]
 
 
-def run_job(job: CompileJob, module: Any = None) -> None:
-    """Compile ``job`` into Triton's on-disk cache (in a worker process; ``module``: already imported)."""
-    import torch
+class _StandInDtype:
+    """``torch.float32`` and friends for Triton's ``warmup``, without importing torch: Triton wraps an argument
+    whose class is named ``dtype`` in a module named ``torch`` as a tensor of that dtype, and reads the dtype's
+    name from ``str()``.  One object per name, kept for the process's life (``stand_in_dtype``), as torch's are:
+    Triton's specialiser (``specialize.cc``) remembers each dtype's name under the dtype's hash, which for a plain
+    object is its address, so a freed stand-in whose address a new one reused would be read as the old dtype
+    (a test saw it: another binary, and the parent's lookup missed)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
+_StandInDtype.__name__ = "dtype"
+_StandInDtype.__module__ = "torch"
+
+
+@functools.cache
+def stand_in_dtype(name: str) -> _StandInDtype:
+    return _StandInDtype(name)
+
+
+class _RefuseTorch:
+    """An import hook that makes ``import torch`` fail in a worker.  Triton's argument specialiser imports torch
+    the first time it runs, if it can, only to recognise ``torch.Tensor`` (Triton 3.6, ``specialize.cc``); a
+    worker passes stand-ins, never tensors, and importing torch would cost it seconds (eight workers importing it
+    at once made a first call's compiles take 11 s instead of 2 on an H200 host)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("a compile worker does not import torch (compile_worker._RefuseTorch)")
+
+
+def refuse_torch() -> None:
+    """Called first thing in a worker (``__main__.py``)."""
+    if not any(isinstance(f, _RefuseTorch) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RefuseTorch())
+
+
+def run_job(job: CompileJob) -> None:
+    """Compile ``job`` into Triton's on-disk cache (in a worker process, where torch is not imported)."""
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
-    launcher = getattr(module or _load(job.path, job.module), job.kernel)
-    fn = getattr(launcher, "candidates", [launcher])[job.candidate]
-    if not hasattr(fn, "warmup"):  # a KernelLauncher: its @triton.jit function
-        fn = fn.fn
+    fn = getattr(_load_kernels(job.path, job.module), job.kernel)  # the @triton.jit function itself
     driver.set_active(_StandInDriver(GPUTarget(*job.target), job.device_properties))
-    args = [getattr(torch, a.removeprefix("torch.")) if isinstance(a, str) and a.startswith("torch.") else a
-            for a in job.signature]
+    args = [stand_in_dtype(a) if isinstance(a, str) and a.startswith("torch.") else a for a in job.signature]
     fn.warmup(*args, grid=(1,), **job.config)

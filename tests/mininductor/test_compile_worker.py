@@ -8,18 +8,19 @@ a job that raises, a worker that dies and one that hangs each make ``compile`` s
 in-process) and are counted.
 """
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 import torch
 
-from mininductor import config, metrics
-from mininductor.compile_worker import CompileJob, SubprocPool
+from mininductor import compile_worker, config, metrics
+from mininductor.compile_worker import WRAPPER_MARKER, CompileJob, SubprocPool
 
 KERNEL = textwrap.dedent('''
     import triton
     import triton.language as tl
-    from mininductor.runtime import KernelLauncher
 
     @triton.jit
     def triton_poi_fused_mul_sin_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
@@ -28,14 +29,17 @@ KERNEL = textwrap.dedent('''
         tmp0 = tl.load(in_ptr0 + xindex, xmask, other=0)
         tl.store(out_ptr0 + xindex, tl.sin(tmp0) * 2.0, xmask)
 
+''') + WRAPPER_MARKER + textwrap.dedent('''
+    from mininductor.runtime import KernelLauncher
+
     triton_poi_fused_mul_sin_0 = KernelLauncher(triton_poi_fused_mul_sin_0, 'poi', xnumel=1000, rnumel=1,
                                                 device_type='cuda')
-''')
+''')  # laid out as a generated module: the kernels, then the wrapper, which a worker never runs
 H100 = ("cuda", 90, 32)  # what Triton's driver reports on an H100/H200: (backend, compute capability, warp size)
 
 
 def _job(path, kernel="triton_poi_fused_mul_sin_0", config_=None) -> CompileJob:
-    return CompileJob(str(path), "mininductor_test_worker_module", kernel, 0, ["torch.float32", "torch.float32", 1000],
+    return CompileJob(str(path), "mininductor_test_worker_module", kernel, ["torch.float32", "torch.float32", 1000],
                       config_ or {"XBLOCK": 256, "num_warps": 4}, H100, {"max_shared_mem": 232448})
 
 
@@ -111,6 +115,60 @@ def test_no_workers_start_without_a_gpu_or_when_turned_off():
         assert not compile_worker._wanted()
 
 
+def test_a_worker_never_imports_torch(tmp_path):
+    """A job runs the module's kernels, not its wrapper, stands dtypes in for torch's, and refuses the import
+    Triton's specialiser would make: importing torch would cost each worker seconds (docs/benchmarks.md)."""
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    job = _job(path)
+    script = textwrap.dedent(f'''
+        import sys, types
+        package = types.ModuleType("mininductor")
+        package.__path__ = [{os.path.dirname(os.path.dirname(compile_worker.__file__))!r}]
+        sys.modules["mininductor"] = package  # as the worker's __main__ does
+        from mininductor.compile_worker import CompileJob, refuse_torch, run_job
+        refuse_torch()  # as the worker's __main__ does
+        run_job(CompileJob(*{tuple(job.__dict__.values())!r}))
+        print("torch imported:", "torch" in sys.modules)
+    ''')
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"))
+    env.pop("TRITON_INTERPRET", None)
+    result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "torch imported: False" in result.stdout
+    assert _cached_binaries(tmp_path / "triton") == ["triton_poi_fused_mul_sin_0.cubin"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                                   torch.int8, torch.uint8, torch.bool, torch.float64])
+def test_a_stand_in_dtype_specialises_as_torchs_does(dtype, tmp_path, monkeypatch):
+    """The parent finds the worker's binary only if both compute the same cache key, so Triton must read a
+    stand-in dtype as it reads torch's, for every dtype kernels take.  Compiled here for sm 90 twice, with the
+    same stand-in driver: once as the worker does, once as ``async_compile._warmup`` does; one binary."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    from mininductor import runtime
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    source = KERNEL.replace("tl.sin(tmp0) * 2.0", "tmp0 + tmp0")
+    path = tmp_path / "kernel.py"
+    path.write_text(source)
+    job = CompileJob(str(path), f"mininductor_test_dtype_{str(dtype)[6:]}", "triton_poi_fused_mul_sin_0",
+                     [str(dtype), str(dtype), 1000], {"XBLOCK": 256, "num_warps": 4}, H100,
+                     {"max_shared_mem": 232448})
+    prior = driver._active  # run_job installs a stand-in driver; put back whatever was there (none on a CPU)
+    try:
+        compile_worker.run_job(job)
+        assert len(_cached_binaries(tmp_path / "triton")) == 1
+        module = runtime.load_module(source, interpret=False)
+        driver.set_active(compile_worker._StandInDriver(GPUTarget(*H100), job.device_properties))
+        module.triton_poi_fused_mul_sin_0.fn.warmup(dtype, dtype, 1000, grid=(1,), **job.config)
+    finally:
+        driver._active = prior
+    assert len(_cached_binaries(tmp_path / "triton")) == 1  # found, not compiled a second time
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="loading a cached binary needs a GPU")
 def test_the_parent_finds_the_workers_kernel_in_the_cache(pool, tmp_path):
     """After the worker's compile, our own ``warmup`` (async_compile's) loads that binary: Triton's cache holds no
@@ -122,7 +180,7 @@ def test_the_parent_finds_the_workers_kernel_in_the_cache(pool, tmp_path):
     path.write_text(KERNEL)
     target = driver.active.get_current_target()
     job = _job(path)
-    job = CompileJob(job.path, job.module, job.kernel, 0, job.signature, job.config,
+    job = CompileJob(job.path, job.module, job.kernel, job.signature, job.config,
                      (target.backend, target.arch, target.warp_size),
                      dict(driver.active.utils.get_device_properties(torch.cuda.current_device())))
     assert pool.compile(job)
