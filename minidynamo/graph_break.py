@@ -5,7 +5,8 @@ In:  the root translator stopped at an instruction it cannot trace (``Instructio
 of the transformed code: (1) call the graph captured so far, (2) rebuild the stack and replay the side effects,
 (3) run the breaking instruction *natively* -- a data-dependent jump takes both branches, a ``FOR_ITER`` both exits --
 and (4) return a ``Continuation`` to the resume function of each place it may go on (``continue_at``).  Also here:
-the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``) and the
+the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``; a break inside a
+3.12 inlined comprehension moves to its start and runs all of it natively: ``inlined_comprehension.py``) and the
 refusals of a break that a resume function could not reproduce (inside an ``except`` block, a closable generator).
 
     def toy(x):                          transformed toy (the break at ``if``):
@@ -33,6 +34,12 @@ from . import bytecode_transformation as bt
 from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import refuse_frame, unimplemented
+from .inlined_comprehension import (
+    comprehension_starting_at,
+    emit_comprehension,
+    enclosing_comprehension,
+    locals_handed_on,
+)
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
 from .resume_execution import (
     Continuation,
@@ -88,6 +95,13 @@ def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
                      "the frame runs eagerly; build a list of the items first")
 
 
+def breaking_offset(code: types.CodeType, offset: int | None) -> int | None:
+    """Where a frame that failed at ``offset`` breaks: there, or, inside a 3.12 inlined comprehension, at the
+    start of the outermost one ([Note: a break inside an inlined comprehension])."""
+    comp = enclosing_comprehension(code, offset)
+    return comp.start if comp is not None else offset
+
+
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
             not cells_movable(code) or reads_frame_locals(code) or super_reads_a_cell(code):
@@ -126,9 +140,10 @@ def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
     """Is ``offset`` in the body of a 3.12 inlined comprehension (PEP 709)?
 
     Such a body is covered by an exception-table entry whose handler restores the comprehension variable
-    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  Breaking there was seen to lose the list being built on
-    the GPU machine's 3.12 (a later ``torch.stack`` got an empty list), so such a frame runs eagerly until a
-    3.12 test environment is available here to debug it.  On 3.11 a comprehension is its own frame.
+    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  A resume function cannot start there (the outer values
+    of its variables are on the stack): a break inside one is moved to its start (``breaking_offset``), and one
+    whose bytecode we do not recognise as a whole (``inlined_comprehension``) is refused: the frame runs eagerly.
+    On 3.11 a comprehension is its own frame.
     """
     return bt.PY312 and ["SWAP", "POP_TOP"] in handlers_covering(code, offset)
 
@@ -326,13 +341,19 @@ def compile_and_break(tx, inst) -> list:
     # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
     virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
     stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
-    refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
+    comp = comprehension_starting_at(code, inst.offset)  # consumed whole before the resume function runs
+    if comp is None:
+        refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
     if slot is not None:
         stack[slot] = wrap_callee(tx, stack[slot])
     instrs = list(tx.instructions)
     nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
     # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
-    live = sorted(set(tx.symbolic_locals) & live_at(code, continuation_offsets(tx, inst, nxt)))
+    # (A comprehension run natively reads its locals first: those live at its start.)
+    live = sorted(set(tx.symbolic_locals) &
+                  live_at(code, [comp.start] if comp is not None else continuation_offsets(tx, inst, nxt)))
+    handed_on = set() if comp is None else \
+        locals_handed_on(comp, set(live), live_at(code, [comp.start]), live_at(code, [comp.end]))
     local_vts = [tx.symbolic_locals[n] for n in live]
     cells = cell_stores(tx)
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
@@ -377,11 +398,16 @@ def compile_and_break(tx, inst) -> list:
             cg.load_attr(inst.argval)
             after = virtual[:-1] + [True, False]
         continue_at(tx, cg, nxt, after, live)
+    elif comp is not None:  # the whole comprehension runs natively: [Note: a break inside an inlined comprehension]
+        exits = exit_slots(tx.stack, virtual)
+        guarded = open_exit_guard(cg, exits)
+        emit_comprehension(tx, cg, comp, live, handed_on)
+        handler = close_exit_guard(tx, cg, guarded, exits)
+        continue_at(tx, cg, comp.end, virtual[:-1] + [False] * comp.result_on_stack, sorted(set(live) | handed_on))
+        cg.append(*handler)  # after the continuation's return: reached only by an exception
     else:
         exits = exit_slots(tx.stack, virtual)
-        guarded = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1) if exits else None
-        if guarded is not None:
-            cg.append(guarded)
+        guarded = open_exit_guard(cg, exits)
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
@@ -389,10 +415,7 @@ def compile_and_break(tx, inst) -> list:
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
             cg.append(copy_instruction(code, inst.offset))
-        if guarded is not None:
-            cg.append(TryEnd(guarded))
-            handler = PyCodegen(tx, code, output.f_globals)
-            emit_exits_then_reraise(handler, guarded, exits)
+        handler = close_exit_guard(tx, cg, guarded, exits)
         effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
@@ -403,9 +426,28 @@ def compile_and_break(tx, inst) -> list:
         else:
             pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
-        if guarded is not None:
-            cg.append(*handler.instructions)  # after the continuation's return: reached only by an exception
+        cg.append(*handler)  # after the continuation's return: reached only by an exception
     return head.instructions + cg.instructions
+
+
+def open_exit_guard(cg: PyCodegen, exits: list[int]) -> TryBegin | None:
+    """A try block around native code run inside the ``with`` blocks whose exits are at ``exits`` (None if there are
+    none): see [Note: exits when the native instruction raises]."""
+    if not exits:
+        return None
+    try_begin = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1)
+    cg.append(try_begin)
+    return try_begin
+
+
+def close_exit_guard(tx, cg: PyCodegen, try_begin: TryBegin | None, exits: list[int]) -> list:
+    """End ``open_exit_guard``'s try block; returns its handler, to be emitted where only an exception reaches it."""
+    if try_begin is None:
+        return []
+    cg.append(TryEnd(try_begin))
+    handler = PyCodegen(tx, tx.output.f_code, tx.output.f_globals)
+    emit_exits_then_reraise(handler, try_begin, exits)
+    return handler.instructions
 
 
 # [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
