@@ -189,3 +189,22 @@ def test_a_break_in_the_except_block_of_an_outermost_try_is_still_refused():
     log_c, log_e = [], []
     assert same(compiled(X, log_c), in_an_except_block(X, log_e)) and log_c == log_e
     assert any("except block" in r for r in minidynamo.counters["eager_fallback"])
+
+
+def try_that_always_raises_in_no_grad(x, log):
+    a = x.sin()
+    with torch.no_grad():
+        try:
+            if a.sum() > 0:  # a break: the try statement runs eagerly from its first instruction
+                a = a - 1
+            raise ValueError("v")
+        except ValueError as e:
+            a = a * len(str(e))
+    return a, torch.is_grad_enabled()
+
+
+def test_resuming_at_the_first_instruction_of_a_try_in_a_with_block():
+    """The resume function's jump lands before the try block's TryBegin: landed past it, assembling it failed
+    ("negative stack size", an internal error: the frame ran eagerly) when the try's body always raises
+    ([Note: resuming at the first instruction of a try block])."""
+    check_against_eager(try_that_always_raises_in_no_grad, X, [], graphs=1, breaks=1, calls=2)
