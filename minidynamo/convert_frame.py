@@ -24,7 +24,7 @@ from . import config
 from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, without_frames
-from .graph_break import can_break_at, cell_stores, tensors_to_output
+from .graph_break import breaking_offset, can_break_at, cell_stores, tensors_to_output
 from .guards import GuardManager
 from .output_graph import OutputGraph
 from .source import LocalSource
@@ -53,7 +53,7 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         hinted = _translate_with_break_hint(fn, f_locals, compiler_fn, ctx)
         return hinted if hinted is not None else translate(fn, f_locals, compiler_fn, ctx)
     except Unsupported as e:
-        offset = getattr(e, "root_offset", None)
+        offset = e.root_offset = breaking_offset(fn.__code__, getattr(e, "root_offset", None))
         if ctx is None or ctx.fullgraph or getattr(e, "whole_frame", False) or not can_break_at(fn.__code__, offset):
             raise
         entry, e = _translate_breaking(fn, f_locals, compiler_fn, ctx, e)
@@ -76,7 +76,7 @@ def _translate_breaking(fn, f_locals, compiler_fn, ctx, e: Unsupported) -> tuple
         try:
             return translate(fn, f_locals, compiler_fn, ctx, break_offset=e.root_offset), e
         except Unsupported as earlier:
-            offset = getattr(earlier, "root_offset", None)
+            offset = earlier.root_offset = breaking_offset(fn.__code__, getattr(earlier, "root_offset", None))
             if not getattr(earlier, "break_earlier", False) or offset in tried or \
                     not can_break_at(fn.__code__, offset):
                 raise

@@ -94,8 +94,10 @@ class CompileContext:
             self.wrappers[fn] = self.wrap(fn)
         return self.wrappers[fn]
 
-    def resume_function(self, code, offset: int, stack_slots: list, live: list, f_globals: dict, closure):
-        """The resume function for (code, offset, stack layout, live locals), made once and cached.
+    def resume_function(self, code, offset: int, stack_slots: list, live: list, f_globals: dict, closure,
+                        run_eagerly: Unsupported | None = None):
+        """The resume function for (code, offset, stack layout, live locals), made once and cached; with
+        ``run_eagerly``, one that is never translated (``skipped``: [Note: a break inside a try block]).
 
         [Note: resume functions are made from the original code]  A break inside a resume function continues in
         a resume function of the *original* code object, at the matching original offset.  So a loop with a
@@ -106,7 +108,7 @@ class CompileContext:
         if code in self.resume_origin:
             orig, offsets = self.resume_origin[code]
             code, offset = orig, offsets[offset]
-        key = (code, offset, tuple(s is None for s in stack_slots), tuple(live))
+        key = (code, offset, tuple(s is None for s in stack_slots), tuple(live), run_eagerly is not None)
         if key not in self.resume_fns:
             name = f"__resume_at_{offset}_{len(self.resume_fns) + 1}"
             new_code = make_resume_code(code, offset, stack_slots, live, name)
@@ -118,6 +120,8 @@ class CompileContext:
                                     tuple(types.CellType() for _ in new_code.co_freevars) or None)
             f_globals[name] = fn
             self.resume_fns[key] = (name, fn)
+            if run_eagerly is not None:
+                self.skipped[new_code] = run_eagerly
         return self.resume_fns[key]
 
     # --- the hook -----------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ In:  the root translator stopped at an instruction it cannot trace (``Instructio
 of the transformed code: (1) call the graph captured so far, (2) rebuild the stack and replay the side effects,
 (3) run the breaking instruction *natively* -- a data-dependent jump takes both branches, a ``FOR_ITER`` both exits --
 and (4) return a ``Continuation`` to the resume function of each place it may go on (``continue_at``).  Also here:
-the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``) and the
+the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``; a break inside a
+3.12 inlined comprehension moves to its start and runs all of it natively: ``inlined_comprehension.py``; one inside
+a ``try`` block moves to the try statement, which runs eagerly from there: [Note: a break inside a try block]) and the
 refusals of a break that a resume function could not reproduce (inside an ``except`` block, a closable generator).
 
     def toy(x):                          transformed toy (the break at ``if``):
@@ -32,7 +34,13 @@ from bytecode import Instr, Label, TryBegin, TryEnd
 from . import bytecode_transformation as bt
 from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
 from .codegen import GRAPH_OUT, PyCodegen
-from .exc import refuse_frame, unimplemented
+from .exc import Unsupported, refuse_frame, unimplemented
+from .inlined_comprehension import (
+    comprehension_starting_at,
+    emit_comprehension,
+    enclosing_comprehension,
+    locals_handed_on,
+)
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
 from .resume_execution import (
     Continuation,
@@ -88,13 +96,75 @@ def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
                      "the frame runs eagerly; build a list of the items first")
 
 
+def breaking_offset(code: types.CodeType, offset: int | None) -> int | None:
+    """Where a frame that failed at ``offset`` breaks: there; inside a 3.12 inlined comprehension, at the start of
+    the outermost one ([Note: a break inside an inlined comprehension]); inside a try block, at the start of the
+    outermost try statement ([Note: a break inside a try block])."""
+    comp = enclosing_comprehension(code, offset)
+    if comp is not None:
+        offset = comp.start
+    start = try_statement_start(code, offset) if offset is not None else None
+    return start if start is not None else offset
+
+
+# [Note: a break inside a try block]  An exception raised by the code after a break inside a ``try`` block must
+# reach the user's handler, and the handler must see what eager gives (``sys.exc_info()``, a bare ``raise``, the
+# traceback): native code in the transformed code runs outside every handler.  So, as upstream does (it compiles
+# the graph up to its last checkpoint outside the block and runs the rest of the frame's bytecode), the break moves
+# to the start of the outermost try statement around it: the graph of the code before the ``try`` is compiled,
+# nothing runs natively in the transformed code, and the resume function that starts at the ``try`` runs *eagerly*
+# (put in the context's ``skipped`` when made): the try statement and the rest of the frame run as plain Python,
+# the resume function's exception table being the original's.  (Translated, it would break at its own entry
+# again.)  A break in an ``except`` block of a try statement nested in another's moves the same way; one in an
+# ``except`` block of an outermost ``try`` stays refused ([Note: no graph break in an except block]).
+@functools.lru_cache(maxsize=4096)
+def try_statement_start(code: types.CodeType, offset: int) -> int | None:
+    """The first offset of the body of the outermost ``try`` statement (``with`` blocks and 3.12 comprehensions
+    aside) around ``offset``, or None.
+
+    The exception table does not nest: an offset is covered by its innermost handler only, whose own code is
+    covered by the next one out, and so on -- that chain is followed up.  A try statement starts at the first
+    offset its handler covers, or that a handler nested in it covers (3.12 covers the body of a ``try/except``
+    in a ``try/finally`` by the ``except`` handler alone; that handler's code is covered by the ``finally``'s)."""
+    entries = dis.Bytecode(code).exception_entries
+    kinds = {e.target: kind for e, kind in zip(entries, handler_kinds(code, entries))}
+
+    def handlers_of(o: int) -> set[int]:
+        return {e.target for e in entries if e.start <= o < e.end}
+
+    @functools.cache
+    def region_start(target: int) -> int:
+        starts = [e.start for e in entries if e.target == target]
+        for nested in kinds:  # handlers whose own code this one covers
+            if nested != target and target in handlers_of(nested) and nested not in chain_above(target):
+                starts.append(region_start(nested))
+        return min(starts)
+
+    @functools.cache
+    def chain_above(target: int) -> frozenset[int]:
+        out, work = set(), list(handlers_of(target))
+        while work:
+            t = work.pop()
+            if t not in out:
+                out.add(t)
+                work += handlers_of(t)
+        return frozenset(out)
+
+    chain = set(handlers_of(offset))
+    for target in list(chain):
+        chain |= chain_above(target)
+    starts = [region_start(t) for t in chain
+              if kinds[t][:1] == ["PUSH_EXC_INFO"] and kinds[t][1:2] != ["WITH_EXCEPT_START"]]
+    return min(starts, default=None)
+
+
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
             not cells_movable(code) or reads_frame_locals(code) or super_reads_a_cell(code):
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
-    if inside_try_block(code, offset):
-        return False  # an exception from the native instruction must reach the user's handler: run eagerly
+    if inside_try_block(code, offset):  # only at a try statement's start: [Note: a break inside a try block]
+        return try_statement_start(code, offset) == offset
     if inside_inlined_comprehension(code, offset):
         return False  # see inside_inlined_comprehension
     return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
@@ -116,19 +186,26 @@ def reads_frame_locals(code: types.CodeType) -> bool:
 
 def handlers_covering(code: types.CodeType, offset: int) -> list[list[str]]:
     """The first two opnames of each exception handler whose try range covers ``offset`` (what kind it is)."""
+    entries = dis.Bytecode(code).exception_entries
+    return [kind for e, kind in zip(entries, handler_kinds(code, entries)) if e.start <= offset < e.end and kind]
+
+
+def handler_kinds(code: types.CodeType, entries: list) -> list[list[str]]:
+    """The first two opnames of each entry's handler (empty where its target is not an instruction)."""
     instrs = bt.decode(code)
     index = {i.offset: k for k, i in enumerate(instrs)}
-    return [[i.opname for i in instrs[index[e.target]:index[e.target] + 2]]
-            for e in dis.Bytecode(code).exception_entries if e.start <= offset < e.end and e.target in index]
+    return [[i.opname for i in instrs[index[e.target]:index[e.target] + 2]] if e.target in index else []
+            for e in entries]
 
 
 def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
     """Is ``offset`` in the body of a 3.12 inlined comprehension (PEP 709)?
 
     Such a body is covered by an exception-table entry whose handler restores the comprehension variable
-    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  Breaking there was seen to lose the list being built on
-    the GPU machine's 3.12 (a later ``torch.stack`` got an empty list), so such a frame runs eagerly until a
-    3.12 test environment is available here to debug it.  On 3.11 a comprehension is its own frame.
+    (``SWAP 2; POP_TOP; SWAP 2; STORE_FAST k; RERAISE``).  A resume function cannot start there (the outer values
+    of its variables are on the stack): a break inside one is moved to its start (``breaking_offset``), and one
+    whose bytecode we do not recognise as a whole (``inlined_comprehension``) is refused: the frame runs eagerly.
+    On 3.11 a comprehension is its own frame.
     """
     return bt.PY312 and ["SWAP", "POP_TOP"] in handlers_covering(code, offset)
 
@@ -326,13 +403,23 @@ def compile_and_break(tx, inst) -> list:
     # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
     virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
     stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
-    refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
+    comp = comprehension_starting_at(code, inst.offset)  # consumed whole before the resume function runs
+    before_try = try_statement_start(code, inst.offset) == inst.offset  # [Note: a break inside a try block]
+    if before_try:  # nothing runs natively: the resume function starts at inst
+        comp = slot = consumed_null = None
+        virtual = [_is_null(v) for v in stack]
+    if comp is None and not before_try:
+        refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
     if slot is not None:
         stack[slot] = wrap_callee(tx, stack[slot])
     instrs = list(tx.instructions)
     nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
     # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
-    live = sorted(set(tx.symbolic_locals) & live_at(code, continuation_offsets(tx, inst, nxt)))
+    # (A comprehension run natively reads its locals first: those live at its start.)
+    starts = [inst.offset] if before_try else [comp.start] if comp is not None else continuation_offsets(tx, inst, nxt)
+    live = sorted(set(tx.symbolic_locals) & live_at(code, starts))
+    handed_on = set() if comp is None else \
+        locals_handed_on(comp, set(live), live_at(code, [comp.start]), live_at(code, [comp.end]))
     local_vts = [tx.symbolic_locals[n] for n in live]
     cells = cell_stores(tx)
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
@@ -355,7 +442,11 @@ def compile_and_break(tx, inst) -> list:
         head.load_graph_inputs(sources)
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
-    if inst.opname in JUMPS:
+    if before_try:
+        continue_at(tx, cg, inst.offset, virtual, live, run_eagerly=Unsupported(
+            "the rest of a frame from a try block with a graph break inside it",
+            "it runs eagerly: move the code that breaks out of the try block"))
+    elif inst.opname in JUMPS:
         taken = Label()
         cg.append(Instr(forward_jump_name(inst.opname), taken))
         continue_at(tx, cg, nxt, virtual[:-1], live)
@@ -377,11 +468,16 @@ def compile_and_break(tx, inst) -> list:
             cg.load_attr(inst.argval)
             after = virtual[:-1] + [True, False]
         continue_at(tx, cg, nxt, after, live)
+    elif comp is not None:  # the whole comprehension runs natively: [Note: a break inside an inlined comprehension]
+        exits = exit_slots(tx.stack, virtual)
+        guarded = open_exit_guard(cg, exits)
+        emit_comprehension(tx, cg, comp, live, handed_on)
+        handler = close_exit_guard(tx, cg, guarded, exits)
+        continue_at(tx, cg, comp.end, virtual[:-1] + [False] * comp.result_on_stack, sorted(set(live) | handed_on))
+        cg.append(*handler)  # after the continuation's return: reached only by an exception
     else:
         exits = exit_slots(tx.stack, virtual)
-        guarded = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1) if exits else None
-        if guarded is not None:
-            cg.append(guarded)
+        guarded = open_exit_guard(cg, exits)
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
@@ -389,10 +485,7 @@ def compile_and_break(tx, inst) -> list:
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
             cg.append(copy_instruction(code, inst.offset))
-        if guarded is not None:
-            cg.append(TryEnd(guarded))
-            handler = PyCodegen(tx, code, output.f_globals)
-            emit_exits_then_reraise(handler, guarded, exits)
+        handler = close_exit_guard(tx, cg, guarded, exits)
         effect = stack_effect(inst)
         if bt.PY311 and inst.opname == "CALL":
             effect -= inst.arg
@@ -403,9 +496,28 @@ def compile_and_break(tx, inst) -> list:
         else:
             pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
-        if guarded is not None:
-            cg.append(*handler.instructions)  # after the continuation's return: reached only by an exception
+        cg.append(*handler)  # after the continuation's return: reached only by an exception
     return head.instructions + cg.instructions
+
+
+def open_exit_guard(cg: PyCodegen, exits: list[int]) -> TryBegin | None:
+    """A try block around native code run inside the ``with`` blocks whose exits are at ``exits`` (None if there are
+    none): see [Note: exits when the native instruction raises]."""
+    if not exits:
+        return None
+    try_begin = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1)
+    cg.append(try_begin)
+    return try_begin
+
+
+def close_exit_guard(tx, cg: PyCodegen, try_begin: TryBegin | None, exits: list[int]) -> list:
+    """End ``open_exit_guard``'s try block; returns its handler, to be emitted where only an exception reaches it."""
+    if try_begin is None:
+        return []
+    cg.append(TryEnd(try_begin))
+    handler = PyCodegen(tx, tx.output.f_code, tx.output.f_globals)
+    emit_exits_then_reraise(handler, try_begin, exits)
+    return handler.instructions
 
 
 # [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
@@ -488,10 +600,12 @@ def pushes_null(inst) -> bool:
         (inst.opname == "LOAD_GLOBAL" or bt.PY312)
 
 
-def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live: list[str]) -> None:
+def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live: list[str],
+                run_eagerly: Unsupported | None = None) -> None:
     """Save the stack and return ``Continuation(resume_fn, *stack, *live locals)``.
 
     ``virtual[k]`` marks stack slot ``k`` as a NULL that is not on the real stack (see [Note: virtual NULLs]).
+    ``run_eagerly``: the resume function is never translated, for that reason ([Note: a break inside a try block]).
     """
     output = tx.output
     if offset is None:
@@ -502,7 +616,7 @@ def continue_at(tx, cg: PyCodegen, offset: int | None, virtual: list[bool], live
     for n in reversed(stack_names):
         cg.store_local(n)
     resume_name, resume_fn = output.ctx.resume_function(output.f_code, offset, slots, live,
-                                                        output.f_globals, output.closure)
+                                                        output.f_globals, output.closure, run_eagerly)
     cg.load_const_object(Continuation, push_null=True)
     cg.load_const_object(output.ctx)
     freevars = resume_fn.__code__.co_freevars

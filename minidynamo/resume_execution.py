@@ -143,7 +143,14 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     body = []
     for ins in bc:
         if ins is target:
-            body.append(label)
+            # [Note: resuming at the first instruction of a try block]  The jump lands before the TryBegin that
+            # opens the target's block, not after it: the same instruction, but ``bytecode``'s stack-depth walk
+            # only enters a try block through its TryBegin (entered past it, a ``with`` block whose ``try`` always
+            # raises got "negative stack size").
+            k = len(body)
+            while k > 0 and isinstance(body[k - 1], TryBegin):
+                k -= 1
+            body.insert(k, label)
         if isinstance(ins, Instr) and ins.name == "MAKE_CELL":
             ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see can_break_at
         elif isinstance(ins, Instr) and isinstance(ins.arg, CellVar):

@@ -201,7 +201,9 @@ def test_no_graph_break_inside_an_except_block():
 
     cnt = CompileCounter()
     assert _same(minidynamo.minicompile(fn, backend=cnt)(X), fn(X))
-    assert "except block" in next(iter(minidynamo.counters["eager_fallback"]))
+    # the except block is inside an outer try: the break moves to that try's start, and the try statement runs
+    # eagerly ([Note: a break inside a try block]); test_try_block_breaks has a refused one
+    assert not minidynamo.counters["eager_fallback"] and sum(minidynamo.counters["graph_break"].values()) == 1
 
 
 # --- str / repr / format of a caught exception (fuzz round 4) -------------------------------------------------------
