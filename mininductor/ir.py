@@ -28,7 +28,7 @@ import sympy
 import torch
 
 from . import config
-from .indexing import as_size, contiguous_strides, product, simplify_index, sym
+from .indexing import as_size, contiguous_strides, is_symbolic, product, simplify_index, sym, texpr
 from .virtualized import V, ops
 
 
@@ -46,7 +46,7 @@ class FixedLayout:
         def indexer(index):
             assert len(index) == len(self.size), (index, self.size)
             terms = [i * s for i, s in zip(index, self.stride) if s != 0]
-            return simplify_index(sympy.Integer(self.offset) + sum(terms, sympy.Integer(0)))
+            return simplify_index(sympy.sympify(self.offset) + sum(terms, sympy.Integer(0)))
         return indexer
 
     def is_contiguous(self) -> bool:
@@ -386,8 +386,9 @@ class ReinterpretView(IRNode):
 
     def codegen_reference(self) -> str:
         from .codegen.wrapper import shape_text
+        offset = self.layout.offset  # symbolic for a later piece of a split: ``s27*((s77 + 2) // 3)``
         return (f"reinterpret_tensor({self.data.get_name()}, {shape_text(self.layout.size)}, "
-                f"{shape_text(self.layout.stride)}, {self.layout.offset})")
+                f"{shape_text(self.layout.stride)}, {texpr(offset) if is_symbolic(offset) else offset})")
 
 
 # ----------------------------------------------------------------------------------------------- boxes

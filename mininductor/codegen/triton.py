@@ -33,11 +33,12 @@ from typing import Any
 import sympy
 import torch
 
-from .. import config, ir
+from .. import config
 from ..dependencies import RecordLoadsHandler
 from ..indexing import (
     FloorDiv,
     ModularIndexing,
+    is_float_size,
     is_symbolic,
     linear_stride,
     next_power_of_2,
@@ -199,9 +200,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         if self.rnumel == 1:
             return "poi"
         if is_symbolic(self.rnumel):  # a persistent kernel needs RBLOCK >= rnumel: true for the hint, not every size
-            if any(isinstance(n.node.data, ir.Scan) for n in self.fused.snodes):
-                raise NotImplementedError("symbolic compile: a scan over a symbolic dim")
-            return "red"
+            return "red"  # (a scan too: the looped one carries its running value from chunk to chunk)
         if config.looped_reduction_rblock:
             return "red"
         if self.hint == "outer" and not self.interpret:
@@ -393,6 +392,9 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return self._emit(f"tl.full({shape}, {constant_repr(value, dtype)}, {TL_DTYPE[cd]})", cd)
 
     def index_expr(self, expr, dtype: torch.dtype) -> str:
+        if is_float_size(expr):  # ``1.0 / s77``: computed in float64, then cast ([Note: float sizes])
+            return self._emit(f"({self._size_text(expr)}).to({TL_DTYPE[compute_dtype(dtype)]})",
+                              compute_dtype(dtype))
         idx = self._index(expr)
         if not sympy.sympify(expr).free_symbols:
             return self.constant(int(expr), dtype)
