@@ -38,15 +38,10 @@ def _sym_size(x, dim):
 
 
 def _sym_stride(x, dim):
-    """A buffer's stride: ``split``/``chunk`` decompose to ``as_strided`` views that read it off their input.
-    The traced value is what the graph's other size arithmetic assumed; it must be the stride of our buffer."""
-    x.realize()
-    buf = ir.unwrap_view_to_buffer(x)
-    traced = as_size(V.graph.current_node.meta["val"])
-    if not isinstance(buf, ir.Buffer) or isinstance(buf, ir.FallbackKernel) or \
-            sympy.expand(buf.get_stride()[dim] - traced) != 0:
-        raise NotImplementedError(f"sym_stride: the buffer's stride is not the traced {traced}")
-    return traced
+    """A stride as traced: ``split``/``chunk`` decompose to ``as_strided`` views whose strides read it off their
+    input, and the ``as_strided`` lowering lays that input out as traced ([Note: as_strided reads the traced
+    strides] in view_lowering.py)."""
+    return as_size(V.graph.current_node.meta["val"])
 
 
 def _sym_float(x):
@@ -343,6 +338,8 @@ class GraphLowering(torch.fx.Interpreter):
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
+        if storage is None and (rv := ir.as_strided_layout(value)) is not None:
+            return TensorBox(rv)  # a view of an ``as_strided`` view (``x.chunk(3)[1].t()``): eager's view too
         if value.data is storage or storage is None:
             value.realize()
             return value

@@ -160,8 +160,9 @@ def texpr(expr, kernel: bool = False) -> str:
 # and ``IntTrueDiv`` (int / int, a float result).  Eager computes them in double precision on the host, and an op
 # then casts the Python float to its own dtype; a kernel computes the same double (``tl.float64``: every integer
 # operand is converted first, so no int * float literal falls to float32) and casts it (upstream's
-# ``TritonPrinter`` prints these functions the same way).  Other float functions (``FloatPow``, ``sqrt``) are
-# refused (``float_size`` in graph.py): the graph then compiles per shape.
+# ``TritonPrinter`` prints these functions the same way).  As for a Python number, an fp16/bf16 op rounds it to its
+# dtype or reads it in fp32 ([Note: Python scalars in fp16/bf16 ops] in lowering.py).  Other float functions
+# (``FloatPow``, ``sqrt``) are refused (``float_size`` in graph.py): the graph then compiles per shape.
 FLOAT_SIZE_FUNCTIONS = ("ToFloat", "FloatTrueDiv", "IntTrueDiv")
 
 

@@ -493,8 +493,8 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     ``ReinterpretView`` (strides = the coefficients); else None (the caller copies it into a fresh buffer)."""
     from .indexing import linear_stride
     inner = node
-    while isinstance(inner, (TensorBox, View, StorageBox)):
-        inner = inner.data
+    while isinstance(inner, (TensorBox, View, StorageBox, ReinterpretView)):  # a view of an ``as_strided`` view
+        inner = inner.data  # (``x.chunk(3)[1].t()``) reads the base buffer too
     if not isinstance(inner, Buffer) or isinstance(inner, FallbackKernel):
         return None
     size = node.get_size()
@@ -512,7 +512,8 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     if any(s is None or s < 0 for s in strides):  # torch.as_strided takes no negative strides (flip)
         return None
     offset = expr.subs({v: 0 for v in vars_})
-    if not offset.is_Integer:
-        return None
+    if not (offset.is_Integer or offset.free_symbols and all(s.is_positive for s in offset.free_symbols)):
+        return None  # an offset of sizes only (``s27*((s77 + 2) // 3)``: the second chunk) is a strided window too
     strides = [s if sz != 1 else (s or 1) for s, sz in zip(strides, size)]
-    return ReinterpretView(inner, FixedLayout(inner.get_device(), inner.get_dtype(), list(size), strides, int(offset)))
+    return ReinterpretView(inner, FixedLayout(inner.get_device(), inner.get_dtype(), list(size), strides,
+                                              int(offset) if offset.is_Integer else offset))

@@ -270,7 +270,8 @@ def _scalar_in_fp32(op: str, args) -> bool:
     cuda = device_of(args).type == "cuda"
     if op in ("mul", "div") and not cuda and isinstance(args[1], ir.IRNode) and len(args[1].get_size()) == 0:
         return True
-    if not any(isinstance(a, (int, float)) for a in args):
+    import sympy
+    if not any(isinstance(a, (int, float, sympy.Basic)) for a in args):  # a size is a Python number too
         return False
     return op in ("mul", "div") or (op in ("add", "sub") and cuda)
 

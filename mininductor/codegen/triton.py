@@ -38,7 +38,6 @@ from ..dependencies import RecordLoadsHandler
 from ..indexing import (
     FloorDiv,
     ModularIndexing,
-    is_float_size,
     is_symbolic,
     linear_stride,
     next_power_of_2,
@@ -392,13 +391,17 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return self._emit(f"tl.full({shape}, {constant_repr(value, dtype)}, {TL_DTYPE[cd]})", cd)
 
     def index_expr(self, expr, dtype: torch.dtype) -> str:
-        if is_float_size(expr):  # ``1.0 / s77``: computed in float64, then cast ([Note: float sizes])
-            return self._emit(f"({self._size_text(expr)}).to({TL_DTYPE[compute_dtype(dtype)]})",
-                              compute_dtype(dtype))
-        idx = self._index(expr)
-        if not sympy.sympify(expr).free_symbols:
+        expr, cd = sympy.sympify(expr), compute_dtype(dtype)
+        if not expr.free_symbols:
             return self.constant(int(expr), dtype)
-        return self._emit(f"({idx}).to({TL_DTYPE[compute_dtype(dtype)]})", compute_dtype(dtype))
+        if all(s.is_positive for s in expr.free_symbols):  # sizes only (``s77``, ``1.0 / s77``): a scalar, made a
+            # block like a constant -- ``tmp1 != tmp1`` of a bare scalar is no block (clamp's NaN test failed)
+            text = self._size_text(expr)  # a float size: float64, then cast ([Note: float sizes])
+            shape = "[1]" if self.ndim == 1 else "[1, 1]"
+            value = self._emit(f"tl.full({shape}, {text}, {TL_DTYPE[cd]})", cd)
+            # an fp16/bf16 operand: eager rounds the Python number to the tensor's dtype, as ``constant_repr``
+            return self.to_dtype(value, dtype) if dtype in (torch.float16, torch.bfloat16) else value
+        return self._emit(f"({self._index(expr)}).to({TL_DTYPE[cd]})", cd)
 
     def indirect_indexing(self, value: str, size: int, check: bool = True, wrap_neg: bool = True):
         """``value`` as an index into a dimension of ``size``; with ``wrap_neg``, negative values count from the end.

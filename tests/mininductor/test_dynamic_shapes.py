@@ -341,7 +341,10 @@ _SIZES = [(2, 5), (3, 6), (5, 4), (7, 9), (13, 2), (64, 31), (257, 3), (1, 7)]
     (lambda x: x * (x.shape[0] / x.shape[1]) + x.shape[1] / 3, True),  # IntTrueDiv(s0, s1)
     (lambda x: x.double() * (0.1 * x.shape[0] + 1 / (3 * x.shape[1] - 1)), True),
     (lambda x: (x * 8).long() * (1 / x.shape[0]), True),      # an int tensor times a float size: float32
-], ids=["sum_by_rows", "by_cols", "reciprocal", "ratio", "float_arith", "int_tensor"])
+    (lambda x: x.bfloat16() + x.shape[0] / 7, True),           # add rounds the number to bf16, as eager
+    (lambda x: x.half() * (1.0 / x.shape[0]) - x.shape[1] * 1001, True),  # mul reads it in fp32, sub rounds
+    (lambda x: x.clamp(max=x.shape[0] / 4) + x.clamp(min=x.shape[1]), True),  # a size made a block (NaN test)
+], ids=["sum_by_rows", "by_cols", "reciprocal", "ratio", "float_arith", "int_tensor", "bf16", "fp16", "clamp"])
 def test_division_by_a_symbolic_size_compiles_once(fn, exact):
     """``1.0 / x.shape[0]`` is a ``SymFloat``: ``operator.truediv`` had no lowering, so the graph compiled once per
     shape.  Now the kernel computes the ShapeEnv's expression in float64 and casts it, as eager rounds its
@@ -360,7 +363,7 @@ def test_a_float_size_is_computed_in_float64_in_the_kernel(tmp_path, monkeypatch
     compiled(torch.randn(3, 4))
     source = (tmp_path / "output_code.py").read_text()
     symbol = re.search(r"(s\d+) = arg0_1.shape\[0\]", source).group(1)  # read from the input at each call
-    assert f"((1.0 / (({symbol}).to(tl.float64)))).to(tl.float32)" in source  # double, then eager's rounding
+    assert f"tl.full([1], (1.0 / (({symbol}).to(tl.float64))), tl.float32)" in source  # double, then rounded
     assert re.search(rf"def triton_poi_\w+\(in_ptr0, out_ptr0, {symbol}, xnumel", source)  # a kernel argument
 
 
@@ -394,6 +397,17 @@ def test_symbolic_scan_kernel_indexes_with_the_size_symbol(tmp_path, monkeypatch
     assert "rindex*s27" in source  # row r of column x lives at r*s27 + x
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pieces_of_a_permuted_intermediate_read_its_traced_layout(dynamic):
+    """``(x.t() * 2).chunk(2)``: the pieces are ``as_strided`` views with eager's strides of ``x.t() * 2``
+    (column-major, like ``x.t()``), but the intermediate was realised row-major: wrong values, static shapes too
+    ([Note: as_strided reads the traced strides])."""
+    def fn(x):
+        return [c + 1 for c in (x.t() * 2).chunk(2, 0)] + [c * 3 for c in (x.t() * 2)[1:, ::2].chunk(2, 1)]
+    _serve(fn, [(6, 5), (7, 5), (9, 5)], dynamic=dynamic, exact=True)
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+
+
 def test_chunk_and_split_of_a_symbolic_dim_guard_only_the_number_of_pieces():
     """``x.chunk(3)`` / ``torch.split(x, 4, 1)``: the number of outputs depends on the size, so minidynamo guards
     it (as upstream: ``(s0 + ceil(s0/3) - 1) // ceil(s0/3) == 3``), and the pieces are views with symbolic sizes and
@@ -412,3 +426,22 @@ def test_chunk_and_split_of_a_symbolic_dim_guard_only_the_number_of_pieces():
     assert frames_ok() == 3 and len(set(kernels[:6])) == 1
     assert metrics.symbolic_compiles >= 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
     assert metrics.fallback_count == 0
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_views_of_pieces_stay_views_of_the_input(dynamic):
+    """An output that is a view of a piece is, in eager, a view of the input: a caller's in-place op on it writes
+    the input.  With a symbolic offset (``x[s0 // 2:]``, the second chunk) the output was a copy -- the caller's
+    ``add_`` missed the input, a wrong answer; and a permuted ``as_strided`` view (``x.chunk(3)[1].t()``) failed
+    to compile at all (the graph ran eagerly, static shapes too)."""
+    fns = [lambda x: x.chunk(3)[1].t(), lambda x: torch.split(x, 2, 1)[1][1:], lambda x: x[x.shape[0] // 2:].t()]
+    for fn in fns:
+        compiled = minidynamo.minicompile(fn, dynamic=dynamic)
+        for n in (6, 7, 9):
+            x = torch.randn(n, 5)
+            x_ref = x.clone()
+            out = compiled(x)
+            out.add_(1)
+            fn(x_ref).add_(1)
+            assert torch.equal(x, x_ref) and out._base is not None
+    assert metrics.fallback_count == 0 and metrics.specialisations == 0, metrics.fallback_ops
