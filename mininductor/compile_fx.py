@@ -352,6 +352,7 @@ def trace_inference(gm, example_inputs):
     from torch.fx import traceback as fx_traceback
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from ._aot_autograd.graph_capture_wrappers import tensor_meta_without_guards
     from .aot_autograd import no_dispatch_cache
     table = select_decomp_table()
     fake_mode = next((x.fake_mode for x in example_inputs if isinstance(x, FakeTensor)), None)
@@ -365,8 +366,9 @@ def trace_inference(gm, example_inputs):
             # inputs are already fake: trace in their mode (parameters may be real)
             prior, fake_mode.allow_non_fake_inputs = fake_mode.allow_non_fake_inputs, True
             try:
-                with fake_mode, no_dispatch_cache(fake_mode), symbolic_dispatch(fake_mode):  # [Note: no fake
-                    # dispatch cache in AOT]
+                with fake_mode, no_dispatch_cache(fake_mode), symbolic_dispatch(fake_mode), \
+                        tensor_meta_without_guards():  # [Note: no fake dispatch cache in AOT], [Note:
+                    # tensor_meta records no guards]
                     return make_fx(fn, decomposition_table=table, tracing_mode="real")(*example_inputs)
             finally:
                 fake_mode.allow_non_fake_inputs = prior

@@ -17,7 +17,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
-from .indexing import FloorDiv, as_size, size_hint
+from .indexing import FLOAT_SIZE_FUNCTIONS, FloorDiv, as_size, size_hint
 from .ir import TensorBox
 from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
@@ -37,6 +37,13 @@ def _sym_size(x, dim):
     return x.get_size()[dim]
 
 
+def _sym_stride(x, dim):
+    """A stride as traced: ``split``/``chunk`` decompose to ``as_strided`` views whose strides read it off their
+    input, and the ``as_strided`` lowering lays that input out as traced ([Note: as_strided reads the traced
+    strides] in view_lowering.py)."""
+    return as_size(V.graph.current_node.meta["val"])
+
+
 def _sym_float(x):
     """Kept as the integer expression: a pointwise lowering that meets it converts it (``ops.index_expr``)."""
     if isinstance(x, (sympy.Basic, int)):
@@ -44,16 +51,42 @@ def _sym_float(x):
     raise NotImplementedError(f"sym_float of {x!r}")
 
 
+def float_size(val):
+    """A ``SymFloat`` computed from sizes (``1.0 / x.shape[0]``): the ShapeEnv's own expression for it, over the
+    same symbols as our sizes, for a kernel to compute in float64 ([Note: float sizes] in indexing.py).  Only
+    ``+ - *``, ``/`` and int -> float conversions are printed; anything else is refused."""
+    expr = val.node.expr
+    if expr.is_number:
+        return float(expr)
+    allowed = (sympy.Symbol, sympy.Number, sympy.Add, sympy.Mul, sympy.Pow)
+    for e in sympy.preorder_traversal(expr):
+        name = type(e).__name__
+        if not (isinstance(e, allowed) or name in FLOAT_SIZE_FUNCTIONS or name == "FloorDiv") or \
+                isinstance(e, sympy.Pow) and not (e.exp.is_Integer and e.exp > 0):
+            raise NotImplementedError(f"symbolic compile: the float size {expr} ({name})")
+    return expr
+
+
+def _true_div_or_pow(*args):
+    """``/`` and ``**`` of sizes: float results are taken from the trace (``call_function``); an int ``s0 ** 2``
+    is refused."""
+    raise NotImplementedError("symbolic compile: an integer power of a size")
+
+
 # What the symbolic ATen graph computes on sizes; anything else on a size (comparisons, sym_max...) is refused,
-# so the symbolic compile falls back to one static compile per shape.
+# so the symbolic compile falls back to one static compile per shape.  A float result (``1.0 / s77``) is the
+# traced expression ([Note: float sizes]).
 SIZE_OPS = {
     torch.ops.aten.sym_size.int: _sym_size,
     torch.ops.aten.sym_numel.default: lambda x: x.get_numel(),
+    torch.ops.aten.sym_stride.int: _sym_stride,
     torch.sym_float: _sym_float,
     operator.mul: operator.mul,
     operator.add: operator.add,
     operator.sub: operator.sub,
     operator.floordiv: lambda a, b: as_size(FloorDiv(a, b)),  # sizes are positive: floor == FloorDiv
+    operator.truediv: _true_div_or_pow,
+    operator.pow: _true_div_or_pow,
 }
 
 
@@ -251,6 +284,9 @@ class GraphLowering(torch.fx.Interpreter):
         if target is operator.getitem:
             return args[0][args[1]]
         if target in SIZE_OPS:  # size arithmetic of a symbolic graph: sympy expressions, evaluated by the wrapper
+            val = self.current_node.meta.get("val")
+            if isinstance(val, torch.SymFloat):
+                return float_size(val)
             return SIZE_OPS[target](*args, **kwargs)
         if _touches_complex(self.current_node):
             self.fallback_reason = "complex tensors (Triton has no complex type)"
@@ -302,6 +338,8 @@ class GraphLowering(torch.fx.Interpreter):
         if not isinstance(value, TensorBox):
             return value
         storage = value.storage()
+        if storage is None and (rv := ir.as_strided_layout(value)) is not None:
+            return TensorBox(rv)  # a view of an ``as_strided`` view (``x.chunk(3)[1].t()``): eager's view too
         if value.data is storage or storage is None:
             value.realize()
             return value
@@ -319,11 +357,12 @@ class GraphLowering(torch.fx.Interpreter):
     def fallback(self, target, args, kwargs):
         """Run ``target`` eagerly at runtime: inputs realised, outputs wrapped as ``MultiOutput`` buffers."""
         from .reduction_lowering import realize_input
-        if self.symbolic:  # a fallback runs the op on real tensors, but its layout here would be symbolic
-            raise NotImplementedError(f"symbolic compile: no lowering for {target} "
-                                      f"({getattr(self, 'fallback_reason', None) or 'fallback kernel'})")
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(f"cannot lower {target} (not an ATen op)")
+        val = self.current_node.meta.get("val") if self.current_node is not None else None
+        if self.symbolic and any(isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+                                 for v in pytree.tree_leaves(val)):  # a size the op returns: no name for it
+            raise NotImplementedError(f"symbolic compile: {target} returns a size, and has no lowering")
         inputs: list = []
         opaque: list[str] = []
 
@@ -337,7 +376,6 @@ class GraphLowering(torch.fx.Interpreter):
             return a
         cargs = torch.fx.node.map_aggregate(args, convert)
         ckwargs = torch.fx.node.map_aggregate(kwargs, convert)
-        val = self.current_node.meta.get("val") if self.current_node is not None else None
         node = ir.FallbackKernel(target, cargs, ckwargs, val, inputs, origins={self.current_node})
         node.opaque_inputs = opaque
         node.name = self.register_buffer(node)
@@ -348,7 +386,12 @@ class GraphLowering(torch.fx.Interpreter):
 
     def _fallback_outputs(self, parent, val, indices):
         if isinstance(val, torch.Tensor):
-            layout = ir.FixedLayout(val.device, val.dtype, list(val.shape), list(val.stride()), 0)
+            # [Note: fallbacks with symbolic sizes]  The op runs in ATen on the real tensors, whatever their sizes;
+            # its outputs' layouts are the traced ones (``(s77, s27)``, strides ``(s27, 1)``), which the kernels
+            # reading them index with, and ``ensure_layout`` makes the result have them (Inductor's
+            # ``FallbackKernel`` under dynamic shapes).
+            layout = ir.FixedLayout(val.device, val.dtype, [as_size(s) for s in val.shape],
+                                    [as_size(s) for s in val.stride()], 0)
             out = ir.MultiOutput(None, layout, parent, indices)
             out.name = self.register_buffer(out)
             return TensorBox(ir.StorageBox(out))

@@ -149,7 +149,29 @@ def size_max(a, b):
 def texpr(expr, kernel: bool = False) -> str:
     """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions). ``kernel``: the
     text goes into a Triton kernel, where a symbolic size is a scalar tensor argument (``max`` is ``tl.maximum``)."""
-    return _Printer(kernel).doprint(sympy.sympify(expr))
+    expr = sympy.sympify(expr)
+    if kernel and is_float_size(expr):
+        return _FloatPrinter(kernel).doprint(expr)
+    return _Printer(kernel).doprint(expr)
+
+
+# [Note: float sizes]  Python's ``/`` on sizes is a float: ``1.0 / x.shape[0]`` and ``x.shape[0] / x.shape[1]`` are
+# ``SymFloat``s, whose ShapeEnv expressions use torch's ``ToFloat`` (int -> float), ``FloatTrueDiv`` (float / float)
+# and ``IntTrueDiv`` (int / int, a float result).  Eager computes them in double precision on the host, and an op
+# then casts the Python float to its own dtype; a kernel computes the same double (``tl.float64``: every integer
+# operand is converted first, so no int * float literal falls to float32) and casts it (upstream's
+# ``TritonPrinter`` prints these functions the same way).  As for a Python number, an fp16/bf16 op rounds it to its
+# dtype or reads it in fp32 ([Note: Python scalars in fp16/bf16 ops] in lowering.py).  Other float functions
+# (``FloatPow``, ``sqrt``) are refused (``float_size`` in graph.py): the graph then compiles per shape.
+FLOAT_SIZE_FUNCTIONS = ("ToFloat", "FloatTrueDiv", "IntTrueDiv")
+
+
+def is_float_size(expr) -> bool:
+    """Is ``expr`` a size expression computed in floating point (see [Note: float sizes])?"""
+    if not isinstance(expr, sympy.Basic):
+        return False
+    return bool(expr.atoms(sympy.Float)) or any(type(f).__name__ in FLOAT_SIZE_FUNCTIONS
+                                                 for f in expr.atoms(sympy.Function))
 
 
 class _Printer(sympy.printing.str.StrPrinter):
@@ -208,6 +230,53 @@ class _Printer(sympy.printing.str.StrPrinter):
         for a in reversed(e.args[:-1]):
             text = f"{fn}({self._print(a)}, {text})"
         return text
+
+    # float sizes in Python (the wrapper, a fallback's argument): Python's own arithmetic ([Note: float sizes])
+    def _print_Float(self, e):
+        return repr(float(e))  # every digit of the double (sympy prints 15)
+
+    def _print_ToFloat(self, e):
+        return f"float({self._print(e.args[0])})"
+
+    def _print_FloatTrueDiv(self, e):
+        return f"({self._operand(e.args[0])} / {self._operand(e.args[1])})"
+
+    _print_IntTrueDiv = _print_FloatTrueDiv
+
+
+class _FloatPrinter(_Printer):
+    """A float size inside a kernel, in ``tl.float64`` throughout ([Note: float sizes]): each integer part is
+    printed as an index expression and converted; float constants take the other operand's dtype."""
+
+    def _f64(self, e) -> str:
+        if e.is_number:
+            return repr(float(e))
+        if e.is_integer:
+            return f"({_Printer(self.kernel).doprint(e)}).to(tl.float64)"
+        return self._operand(e)
+
+    def _print_Symbol(self, e):
+        return self._f64(e)
+
+    def _print_Integer(self, e):
+        return repr(float(e))
+
+    def _print_FloorDiv(self, e):
+        return self._f64(e)
+
+    def _print_ToFloat(self, e):
+        return self._f64(e.args[0])
+
+    def _print_FloatTrueDiv(self, e):
+        return f"({self._f64(e.args[0])} / {self._f64(e.args[1])})"
+
+    _print_IntTrueDiv = _print_FloatTrueDiv
+
+    def _print_Pow(self, e, rational=False):
+        base, exp = e.args
+        if exp.is_Integer and exp > 0:
+            return "(" + "*".join([self._f64(base)] * int(exp)) + ")"
+        raise NotImplementedError(f"a float size {e}")
 
 
 def linear_stride(expr, var) -> int | None:

@@ -28,7 +28,7 @@ import sympy
 import torch
 
 from . import config
-from .indexing import as_size, contiguous_strides, product, simplify_index, sym
+from .indexing import as_size, contiguous_strides, is_symbolic, product, simplify_index, sym, texpr
 from .virtualized import V, ops
 
 
@@ -46,7 +46,7 @@ class FixedLayout:
         def indexer(index):
             assert len(index) == len(self.size), (index, self.size)
             terms = [i * s for i, s in zip(index, self.stride) if s != 0]
-            return simplify_index(sympy.Integer(self.offset) + sum(terms, sympy.Integer(0)))
+            return simplify_index(sympy.sympify(self.offset) + sum(terms, sympy.Integer(0)))
         return indexer
 
     def is_contiguous(self) -> bool:
@@ -386,8 +386,9 @@ class ReinterpretView(IRNode):
 
     def codegen_reference(self) -> str:
         from .codegen.wrapper import shape_text
+        offset = self.layout.offset  # symbolic for a later piece of a split: ``s27*((s77 + 2) // 3)``
         return (f"reinterpret_tensor({self.data.get_name()}, {shape_text(self.layout.size)}, "
-                f"{shape_text(self.layout.stride)}, {self.layout.offset})")
+                f"{shape_text(self.layout.stride)}, {texpr(offset) if is_symbolic(offset) else offset})")
 
 
 # ----------------------------------------------------------------------------------------------- boxes
@@ -492,8 +493,8 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     ``ReinterpretView`` (strides = the coefficients); else None (the caller copies it into a fresh buffer)."""
     from .indexing import linear_stride
     inner = node
-    while isinstance(inner, (TensorBox, View, StorageBox)):
-        inner = inner.data
+    while isinstance(inner, (TensorBox, View, StorageBox, ReinterpretView)):  # a view of an ``as_strided`` view
+        inner = inner.data  # (``x.chunk(3)[1].t()``) reads the base buffer too
     if not isinstance(inner, Buffer) or isinstance(inner, FallbackKernel):
         return None
     size = node.get_size()
@@ -511,7 +512,8 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     if any(s is None or s < 0 for s in strides):  # torch.as_strided takes no negative strides (flip)
         return None
     offset = expr.subs({v: 0 for v in vars_})
-    if not offset.is_Integer:
-        return None
+    if not (offset.is_Integer or offset.free_symbols and all(s.is_positive for s in offset.free_symbols)):
+        return None  # an offset of sizes only (``s27*((s77 + 2) // 3)``: the second chunk) is a strided window too
     strides = [s if sz != 1 else (s or 1) for s, sz in zip(strides, size)]
-    return ReinterpretView(inner, FixedLayout(inner.get_device(), inner.get_dtype(), list(size), strides, int(offset)))
+    return ReinterpretView(inner, FixedLayout(inner.get_device(), inner.get_dtype(), list(size), strides,
+                                              int(offset) if offset.is_Integer else offset))

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from . import config, ir
+from .indexing import is_float_size
 from .ir import Pointwise, TensorBox
 from .virtualized import V, ops
 
@@ -96,7 +97,9 @@ def promote(args) -> torch.dtype:
 def _scalar_example(a):
     """A symbolic size used as a scalar (``x * x.shape[0]``) promotes like a Python int."""
     import sympy
-    return 2 if isinstance(a, sympy.Basic) else a
+    if isinstance(a, sympy.Basic):
+        return 2.0 if is_float_size(a) else 2  # ``1.0 / s77`` promotes like a Python float
+    return a
 
 
 def device_of(args) -> torch.device:
@@ -142,8 +145,8 @@ def _make_arg_loader(a, shape, dtype):
         if dtype is None or a.get_dtype() == dtype:
             return load
         return lambda index: ops.to_dtype(load(index), dtype)
-    const_dtype = dtype or (torch.float32 if isinstance(a, float) else torch.bool if isinstance(a, bool)
-                            else torch.int64)
+    const_dtype = dtype or (torch.float32 if isinstance(a, float) or is_float_size(a) else torch.bool
+                            if isinstance(a, bool) else torch.int64)
     import sympy
     if isinstance(a, sympy.Basic):  # a symbolic size as a scalar: read at run time, like an index expression
         return lambda index: ops.index_expr(a, const_dtype)
@@ -267,7 +270,8 @@ def _scalar_in_fp32(op: str, args) -> bool:
     cuda = device_of(args).type == "cuda"
     if op in ("mul", "div") and not cuda and isinstance(args[1], ir.IRNode) and len(args[1].get_size()) == 0:
         return True
-    if not any(isinstance(a, (int, float)) for a in args):
+    import sympy
+    if not any(isinstance(a, (int, float, sympy.Basic)) for a in args):  # a size is a Python number too
         return False
     return op in ("mul", "div") or (op in ("add", "sub") and cuda)
 

@@ -297,7 +297,8 @@ def cumsum(x, dim, *, dtype=None):
 
     if not size:  # eager copies a 0-d tensor, -0.0 included
         return _cast(x, out)
-    if size[dim % len(size)] <= 1:
+    if not is_symbolic(size[dim % len(size)]) and size[dim % len(size)] <= 1:  # a symbolic length: the scan
+        # kernel is right for every length, 0 and 1 included
         return _cast(pointwise([x], start_at_zero, acc, cast_inputs=False), out)
     dim = dim % len(size)
     kept = [d for d in range(len(size)) if d != dim]

@@ -21,8 +21,9 @@ backward symbolically too (``aot_autograd``: [Note: dynamic shapes in AOTAutogra
 off the shapes of the saved tensors and tangents (``partitioners``: [Note: sizes in the backward]).
 
 **Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs, a size the
-backward cannot read off its inputs' shapes, an op with no lowering (a ``FallbackKernel`` needs a static layout),
-size arithmetic other than ``+ - *``, a reshape that is not a product of sizes, a scan over a symbolic dim, a
+backward cannot read off its inputs' shapes, an op with no lowering that returns a size (other fallback kernels
+take symbolic layouts: [Note: fallbacks with symbolic sizes] in graph.py), size arithmetic other than
+``+ - * // /`` (float sizes: [Note: float sizes] in indexing.py), a reshape that is not a product of sizes, a
 size symbol not readable from an input's shape, or an ATen decomposition that guards on a size. On a call it
 looks at the actual shapes (and int values); the first time it meets a shape it *specialises* the graph -- every
 size node and int input becomes a constant -- and compiles that static graph with the ordinary pipeline.

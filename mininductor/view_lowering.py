@@ -28,6 +28,7 @@ from .indexing import (
 )
 from .ir import TensorBox, View
 from .lowering import register_lowering
+from .virtualized import V
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -234,6 +235,7 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
 def as_strided(x, size, stride, storage_offset=None):
     """Index the underlying storage directly: the input is realised first (its storage must exist)."""
     x.realize()
+    x = _with_traced_layout(x)
     buf = ir.unwrap_view_to_buffer(x)
     if not isinstance(buf, ir.Buffer):
         rv = ir.as_strided_layout(x)
@@ -247,6 +249,34 @@ def as_strided(x, size, stride, storage_offset=None):
     offset = base_offset if storage_offset is None else storage_offset - getattr(buf, "storage_offset", 0)
     layout = ir.FixedLayout(buf.get_device(), buf.get_dtype(), list(size), list(stride), offset)
     return TensorBox(ir.ReinterpretView(buf, layout))
+
+
+def _with_traced_layout(x):
+    """``x`` laid out as the trace saw it, which is what ``as_strided``'s strides and offset were computed from.
+
+    [Note: as_strided reads the traced strides]  ``split``/``chunk`` decompose to ``x.as_strided(size,
+    x.stride(), offset)``: eager's strides of ``x``.  An intermediate is realised row-major here, but eager lays
+    out ``x.t() * 2`` like ``x.t()`` (column-major), so the pieces read the wrong elements: ``(x.t() * 2).chunk(2)``
+    returned wrong values (static shapes too).  Inductor realises an ``as_strided`` input with the traced strides
+    (``is_input_for_as_strided`` in its ``run_node``); we copy such an input into a buffer that has them, when our
+    strided window on it differs from the traced one.  Graph inputs always have the traced layout."""
+    node = V.graph.current_node.args[0] if V.graph.current_node is not None else None
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    buf = ir.unwrap_view_to_buffer(x)
+    if not isinstance(val, torch.Tensor) or isinstance(buf, ir.InputBuffer):
+        return x
+    rv = ir.as_strided_layout(x)
+    if rv is not None and isinstance(rv.data, ir.InputBuffer):
+        return x  # a view of a graph input: its strides and offset are the input's
+    traced = [as_size(st) for st in val.stride()]
+    if rv is not None and isinstance(buf, ir.Buffer) and val.storage_offset() == 0 and rv.layout.offset == 0 \
+            and all(sympy.expand(a - b) == 0 for a, b, n in zip(rv.layout.stride, traced, x.get_size()) if n != 1):
+        return x
+    from .lowering import clone
+    copy = clone(x)
+    copy.storage().realize(traced)
+    copy.storage().data.storage_offset = as_size(val.storage_offset())  # as_strided's offset counts from there
+    return copy
 
 
 @register_lowering(aten.flip, prims.rev)

@@ -13,6 +13,7 @@ Mirrors ``torch/_functorch/_aot_autograd/graph_capture_wrappers.py`` (``create_j
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -109,8 +110,36 @@ def trace_forward(fn: Callable, meta: ViewAndMutationMeta, fake_args: list,
     return _make_fx(create_forward_fn(fn, meta), decompositions, fake_args)
 
 
+@contextlib.contextmanager
+def tensor_meta_without_guards():
+    """make_fx without the size guards of its ``tensor_meta`` records.
+
+    [Note: tensor_meta records no guards]  ``make_fx`` stores a ``tensor_meta`` beside each node's ``val`` --
+    "best effort", its source says: "prefer using val!" -- and computing its ``is_contiguous`` flag asks whether
+    a size is 1 or the numel below 2.  With symbolic sizes those questions guard: the last piece of
+    ``torch.split(x, 2)`` (``s0 - 6`` rows) got the guards ``Ne(s0 - 6, 1)`` and ``s1*(s0 - 6) >= 2``, and the
+    symbolic compile refused the graph (tracing specialised a size).  Nothing we compile reads ``tensor_meta``
+    (lowering reads ``val``), so its questions are answered from the size hints without recording a guard."""
+    from torch.fx.experimental import proxy_tensor
+    original = proxy_tensor._extract_tensor_metadata
+
+    def extract(val):
+        shape_env = getattr(getattr(val, "fake_mode", None), "shape_env", None)
+        if shape_env is None:
+            return original(val)
+        with shape_env.suppress_guards():
+            return original(val)
+
+    proxy_tensor._extract_tensor_metadata = extract
+    try:
+        yield
+    finally:
+        proxy_tensor._extract_tensor_metadata = original
+
+
 def _make_fx(fn: Callable, decompositions: dict, *args: list) -> torch.fx.GraphModule:
-    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions():  # [Note: one_hot's layout]
+    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions(), tensor_meta_without_guards():
+        # [Note: one_hot's layout]
         gm = make_fx(fn, decomposition_table=decompositions)(*args)
     gm.graph._codegen = torch.fx.graph.CodeGen()  # flat placeholders (primals_1, ...), not make_fx's pytree lists
     gm.graph.eliminate_dead_code()

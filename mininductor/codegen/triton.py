@@ -33,7 +33,7 @@ from typing import Any
 import sympy
 import torch
 
-from .. import config, ir
+from .. import config
 from ..dependencies import RecordLoadsHandler
 from ..indexing import (
     FloorDiv,
@@ -199,9 +199,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         if self.rnumel == 1:
             return "poi"
         if is_symbolic(self.rnumel):  # a persistent kernel needs RBLOCK >= rnumel: true for the hint, not every size
-            if any(isinstance(n.node.data, ir.Scan) for n in self.fused.snodes):
-                raise NotImplementedError("symbolic compile: a scan over a symbolic dim")
-            return "red"
+            return "red"  # (a scan too: the looped one carries its running value from chunk to chunk)
         if config.looped_reduction_rblock:
             return "red"
         if self.hint == "outer" and not self.interpret:
@@ -393,10 +391,17 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return self._emit(f"tl.full({shape}, {constant_repr(value, dtype)}, {TL_DTYPE[cd]})", cd)
 
     def index_expr(self, expr, dtype: torch.dtype) -> str:
-        idx = self._index(expr)
-        if not sympy.sympify(expr).free_symbols:
+        expr, cd = sympy.sympify(expr), compute_dtype(dtype)
+        if not expr.free_symbols:
             return self.constant(int(expr), dtype)
-        return self._emit(f"({idx}).to({TL_DTYPE[compute_dtype(dtype)]})", compute_dtype(dtype))
+        if all(s.is_positive for s in expr.free_symbols):  # sizes only (``s77``, ``1.0 / s77``): a scalar, made a
+            # block like a constant -- ``tmp1 != tmp1`` of a bare scalar is no block (clamp's NaN test failed)
+            text = self._size_text(expr)  # a float size: float64, then cast ([Note: float sizes])
+            shape = "[1]" if self.ndim == 1 else "[1, 1]"
+            value = self._emit(f"tl.full({shape}, {text}, {TL_DTYPE[cd]})", cd)
+            # an fp16/bf16 operand: eager rounds the Python number to the tensor's dtype, as ``constant_repr``
+            return self.to_dtype(value, dtype) if dtype in (torch.float16, torch.bfloat16) else value
+        return self._emit(f"({self._index(expr)}).to({TL_DTYPE[cd]})", cd)
 
     def indirect_indexing(self, value: str, size: int, check: bool = True, wrap_neg: bool = True):
         """``value`` as an index into a dimension of ``size``; with ``wrap_neg``, negative values count from the end.

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 
+import sympy
 import torch
+import torch.utils._pytree as pytree
 
 from .. import config, ir, metrics
 from ..compile_worker import WRAPPER_MARKER
@@ -289,6 +291,10 @@ class WrapperCodeGen:
                 used |= {str(s) for s in getattr(e, "free_symbols", ())}
         for k in self.kernels:
             used |= {str(s) for e in (k.numel, k.rnumel) for s in getattr(e, "free_symbols", ())}
+        for buf in self.graph.buffers:  # the size arguments of fallbacks (``new_zeros(x, [s77, 4])``)
+            if isinstance(buf, ir.FallbackKernel):
+                used |= {str(s) for a in pytree.tree_leaves((buf.args, buf.fkwargs))
+                         for s in getattr(a, "free_symbols", ())}
         missing = used - known
         if missing:
             raise NotImplementedError(f"symbolic compile: size symbol(s) {sorted(missing)} are not an input's size")
@@ -330,6 +336,8 @@ def shape_text(values) -> str:
 
 
 def _ref(value):
+    if isinstance(value, sympy.Basic):  # a size argument of a fallback in a symbolic graph: ``s77 + 1``
+        return _Raw(texpr(value) if is_symbolic(value) else str(int(value)))
     if isinstance(value, ir.OpaqueOutput):
         return _Raw(value.get_name())
     if isinstance(value, ir.ReinterpretView):

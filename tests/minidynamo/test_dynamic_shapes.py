@@ -367,3 +367,13 @@ def test_min_with_a_key_over_tensors_still_breaks():
     x = torch.randn(3, 4)
     assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(x), fn(x))
     assert sum(counters["graph_break"].values()) == 1 and not counters["eager_fallback"]
+
+
+def test_chunk_of_a_symbolic_dim_guards_the_number_of_chunks_only():
+    """``x.chunk(3)`` returns as many tensors as ``ceil(n / ceil(n / 3))``: that count must be a guard (upstream
+    guards it too), but not the size itself -- rows 5..64 all make 3 chunks and share one entry; 4 rows make 2."""
+    cnt, compiled = run_sizes(lambda x: x.chunk(3, 0), [5, 6, 7, 9, 64, 4, 8, 10],
+                              lambda n: (torch.randn(n, 2),), dynamic=True)
+    assert cnt.frame_count == 2 and counters["recompiles"]["total"] == 1
+    text = minidynamo.show_guards(compiled)
+    assert "// ((2 + L['x'].size()[0]) // 3)) == 3" in text and ") == 2" in text

@@ -5,6 +5,7 @@ it holds one static compile per concrete shape.  These tests pin both: values eq
 generated once for every batch size (or one specialisation per distinct shape, with the reason recorded).
 Budget: ~30 s on 2 cores (Triton interpreter).
 """
+import re
 import warnings
 
 import pytest
@@ -147,13 +148,28 @@ def test_symbolic_kernel_takes_sizes_as_arguments(tmp_path, monkeypatch):
 
 def test_a_graph_the_symbolic_compile_refuses_falls_back_per_shape():
     def f(x):
-        return x.view(-1, 4).sum(1)  # both dims symbolic: s0*s1 divisible by 4 is not provable
+        return x * 0.5 ** x.shape[0]  # a float power of a size: no kernel prints FloatPow ([Note: float sizes])
     compiled = minidynamo.minicompile(f, backend="inductor", dynamic=True)
     for b in (2, 3, 2):
         x = torch.randn(b, 8)
         assert_same(compiled(x), f(x))
     assert metrics.symbolic_compiles == 0 and metrics.specialisations == 2
-    assert len(metrics.symbolic_fallbacks) == 1  # why: tracing guarded on s0*s1 // 4 (or the view refused)
+    assert len(metrics.symbolic_fallbacks) == 1 and "FloatPow" in metrics.symbolic_fallbacks[0]
+
+
+def test_a_view_whose_divisibility_minidynamo_guards_compiles_symbolically():
+    """``x.view(-1, 4)`` with both dims symbolic: minidynamo's trace guards ``s0*s1 % 4 == 0``; tracing to ATen
+    then also guarded ``tensor_meta``'s contiguity questions, and the symbolic compile refused the graph ([Note:
+    tensor_meta records no guards]).  Now one compile serves the sizes the guards admit; eager's error too."""
+    def f(x):
+        return x.view(-1, 4).sum(1)
+    compiled = minidynamo.minicompile(f, backend="inductor", dynamic=True)
+    for b, c in ((2, 8), (3, 8), (7, 4), (3, 6)):
+        x = torch.randn(b, c)
+        assert outcome(compiled, [x])[0] == outcome(f, [x])[0]  # (3, 6): RuntimeError, as eager
+        if b * c % 4 == 0:
+            assert_same(compiled(x), f(x))
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks
 
 
 def test_an_int_operand_becomes_a_tensor_input_so_one_compile_serves_every_value():
@@ -291,3 +307,141 @@ def test_two_int_operands_of_a_symbolic_graph_stay_two_inputs():
         t = torch.randn(n, 3)
         torch.testing.assert_close(compiled(t, s, u), f(t, s, u))
     assert minidynamo.counters["stats"]["unique_graphs"] == 2 and metrics.specialisations == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Division by a size, scans over a symbolic dim, chunk/split of a symbolic dim: one compile for every size
+# ---------------------------------------------------------------------------------------------------------------
+def _serve(fn, shapes, make=torch.randn, dynamic=None, exact=False, atol=1e-5, rtol=1e-5):
+    """``minicompile(fn)`` at each shape in turn, compared with eager; returns the kernel count after each call."""
+    compiled = minidynamo.minicompile(fn, dynamic=dynamic)
+    kernels = []
+    for shape in shapes:
+        x = make(*shape)
+        out, expected = compiled(x), fn(x)
+        assert_same(out, expected, atol=atol, rtol=rtol)
+        if exact:
+            assert all(torch.equal(a, b) for a, b in zip(leaves_of(out), leaves_of(expected)))
+        kernels.append(metrics.generated_kernel_count)
+    return kernels
+
+
+def leaves_of(value):
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+# rows 2 (static), then 3.. (both dims symbolic: automatic dynamic), then 1 (sizes 0 and 1 stay static)
+_SIZES = [(2, 5), (3, 6), (5, 4), (7, 9), (13, 2), (64, 31), (257, 3), (1, 7)]
+
+
+@pytest.mark.parametrize("fn, exact", [
+    (lambda x: x.sum(0) / x.shape[0], False),                  # a mean by hand
+    (lambda x: x / x.size(1), True),
+    (lambda x: x * (1.0 / x.shape[0]), True),                  # a SymFloat: FloatTrueDiv(1.0, ToFloat(s0))
+    (lambda x: x * (x.shape[0] / x.shape[1]) + x.shape[1] / 3, True),  # IntTrueDiv(s0, s1)
+    (lambda x: x.double() * (0.1 * x.shape[0] + 1 / (3 * x.shape[1] - 1)), True),
+    (lambda x: (x * 8).long() * (1 / x.shape[0]), True),      # an int tensor times a float size: float32
+    (lambda x: x.bfloat16() + x.shape[0] / 7, True),           # add rounds the number to bf16, as eager
+    (lambda x: x.half() * (1.0 / x.shape[0]) - x.shape[1] * 1001, True),  # mul reads it in fp32, sub rounds
+    (lambda x: x.clamp(max=x.shape[0] / 4) + x.clamp(min=x.shape[1]), True),  # a size made a block (NaN test)
+], ids=["sum_by_rows", "by_cols", "reciprocal", "ratio", "float_arith", "int_tensor", "bf16", "fp16", "clamp"])
+def test_division_by_a_symbolic_size_compiles_once(fn, exact):
+    """``1.0 / x.shape[0]`` is a ``SymFloat``: ``operator.truediv`` had no lowering, so the graph compiled once per
+    shape.  Now the kernel computes the ShapeEnv's expression in float64 and casts it, as eager rounds its
+    Python float: bit-equal results where no reduction is involved ([Note: float sizes])."""
+    kernels = _serve(fn, _SIZES, exact=exact)
+    assert frames_ok() == 3 and minidynamo.counters["recompiles"]["total"] == 2  # static 2, symbolic, static 1
+    assert metrics.symbolic_compiles == 2 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert kernels[1] == kernels[-2]  # no kernel generated after the symbolic compile, rows 3 to 257
+    assert metrics.fallback_count == 0
+
+
+def test_a_float_size_is_computed_in_float64_in_the_kernel(tmp_path, monkeypatch):
+    from mininductor import config
+    monkeypatch.setattr(config, "debug_dir", str(tmp_path))
+    compiled = minidynamo.minicompile(lambda x: x * (1.0 / x.shape[0]), dynamic=True)
+    compiled(torch.randn(3, 4))
+    source = (tmp_path / "output_code.py").read_text()
+    symbol = re.search(r"(s\d+) = arg0_1.shape\[0\]", source).group(1)  # read from the input at each call
+    assert f"tl.full([1], (1.0 / (({symbol}).to(tl.float64))), tl.float32)" in source  # double, then rounded
+    assert re.search(rf"def triton_poi_\w+\(in_ptr0, out_ptr0, {symbol}, xnumel", source)  # a kernel argument
+
+
+@pytest.mark.parametrize("fn, fallbacks", [
+    (lambda x: torch.cumsum(x, 0), 0),                          # a looped scan over the symbolic rows
+    (lambda x: x.cumsum(1) * 2 + torch.cumsum(x.t(), 1).t(), 0),
+    (lambda x: torch.cumsum((x * 4).long(), 0), 0),             # exact: integers
+    (lambda x: torch.cumprod(x.sigmoid() + 0.5, 0), 3),        # no lowering: an ATen fallback in a symbolic graph
+    (lambda x: torch.logcumsumexp(x, 0), 3),
+    (lambda x: tuple(torch.cummax(x, 0)), 3),
+    (lambda x: torch.cummin(x, 1)[1] + x.shape[0], 3),
+], ids=["cumsum", "cumsum_dim1", "cumsum_int", "cumprod", "logcumsumexp", "cummax", "cummin"])
+def test_scan_over_a_symbolic_dim_compiles_once(fn, fallbacks):
+    """``cumsum`` over a symbolic dim was refused (the lowering asked ``s0 <= 1``, then the scan kernel refused a
+    symbolic rnumel): one compile per shape.  The looped scan carries its running sum from chunk to chunk, so it
+    is right for every length (257 rows span several chunks).  ``cumprod``/``logcumsumexp``/``cummax`` have no
+    lowering; their ATen fallback kernel now takes part in the symbolic graph ([Note: fallbacks with symbolic
+    sizes]) instead of sending the whole graph to per-shape compiles: counted once per graph (3 graphs)."""
+    _serve(fn, _SIZES, atol=1e-4, rtol=1e-4)
+    assert frames_ok() == 3
+    assert metrics.symbolic_compiles == 2 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert metrics.fallback_count == fallbacks
+
+
+def test_symbolic_scan_kernel_indexes_with_the_size_symbol(tmp_path, monkeypatch):
+    from mininductor import config
+    monkeypatch.setattr(config, "debug_dir", str(tmp_path))
+    minidynamo.minicompile(lambda x: torch.cumsum(x, 0), dynamic=True)(torch.randn(5, 3))
+    source = (tmp_path / "output_code.py").read_text()
+    assert "triton_red_fused_cumsum" in source and "_carry0" in source  # looped, with the running carry
+    assert "rindex*s27" in source  # row r of column x lives at r*s27 + x
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_pieces_of_a_permuted_intermediate_read_its_traced_layout(dynamic):
+    """``(x.t() * 2).chunk(2)``: the pieces are ``as_strided`` views with eager's strides of ``x.t() * 2``
+    (column-major, like ``x.t()``), but the intermediate was realised row-major: wrong values, static shapes too
+    ([Note: as_strided reads the traced strides])."""
+    def fn(x):
+        return [c + 1 for c in (x.t() * 2).chunk(2, 0)] + [c * 3 for c in (x.t() * 2)[1:, ::2].chunk(2, 1)]
+    _serve(fn, [(6, 5), (7, 5), (9, 5)], dynamic=dynamic, exact=True)
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+
+
+def test_chunk_and_split_of_a_symbolic_dim_guard_only_the_number_of_pieces():
+    """``x.chunk(3)`` / ``torch.split(x, 4, 1)``: the number of outputs depends on the size, so minidynamo guards
+    it (as upstream: ``(s0 + ceil(s0/3) - 1) // ceil(s0/3) == 3``), and the pieces are views with symbolic sizes and
+    offsets.  They compiled once per shape: ``sym_stride`` had no lowering, ``make_fx``'s ``tensor_meta`` guarded
+    the last piece's size ([Note: tensor_meta records no guards]) and a symbolic view offset was printed as
+    ``FloorDiv(...)``.  A last piece of one row is another cache entry (minidynamo's fake ``* 2`` asks whether a
+    dim is 1), never one per size."""
+    def fn(x):
+        return [c * 2 for c in x.chunk(3, 0)] + [p.sum(1) for p in torch.split(x, 4, 1)]
+
+    # rows 6..64: 3 chunks, the last of 2+ rows; cols 9..12: 3 pieces of 4, the last of 1..4 columns
+    shapes = [(6, 9), (8, 10), (9, 11), (11, 12), (64, 12), (13, 9)]
+    shapes += [(7, 9), (5, 11)]  # 3 chunks, the last of 1 row: a second entry
+    shapes += [(4, 10)]  # 2 chunks: a third
+    kernels = _serve(fn, shapes, dynamic=True, exact=True)
+    assert frames_ok() == 3 and len(set(kernels[:6])) == 1
+    assert metrics.symbolic_compiles >= 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_views_of_pieces_stay_views_of_the_input(dynamic):
+    """An output that is a view of a piece is, in eager, a view of the input: a caller's in-place op on it writes
+    the input.  With a symbolic offset (``x[s0 // 2:]``, the second chunk) the output was a copy -- the caller's
+    ``add_`` missed the input, a wrong answer; and a permuted ``as_strided`` view (``x.chunk(3)[1].t()``) failed
+    to compile at all (the graph ran eagerly, static shapes too)."""
+    fns = [lambda x: x.chunk(3)[1].t(), lambda x: torch.split(x, 2, 1)[1][1:], lambda x: x[x.shape[0] // 2:].t()]
+    for fn in fns:
+        compiled = minidynamo.minicompile(fn, dynamic=dynamic)
+        for n in (6, 7, 9):
+            x = torch.randn(n, 5)
+            x_ref = x.clone()
+            out = compiled(x)
+            out.add_(1)
+            fn(x_ref).add_(1)
+            assert torch.equal(x, x_ref) and out._base is not None
+    assert metrics.fallback_count == 0 and metrics.specialisations == 0, metrics.fallback_ops

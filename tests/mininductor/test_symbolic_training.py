@@ -290,3 +290,51 @@ def test_a_strided_input_trains_from_one_symbolic_compile(dynamic):
             assert_same(mine.grad, expected.grad, atol=1e-5, rtol=1e-4)
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
     assert metrics.symbolic_fallbacks == [] and metrics.fallback_count == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Division by a size and scans over a symbolic dim, trained: forward and backward compiled once
+# ---------------------------------------------------------------------------------------------------------------
+def _divide_by_sizes(x, w):
+    h = x @ w
+    return h.sum(0) / x.shape[0], h * (1.0 / x.shape[0]) + x.shape[0] / x.shape[1]  # the backward divides too
+
+
+def _running_sums(x, w):
+    h = x @ w
+    return torch.cumsum(h, 0).tanh(), h.cumsum(1) * x.shape[0]  # cumsum's backward: a flipped cumsum
+
+
+def _running_fallbacks(x, w):
+    h = x @ w
+    return torch.logcumsumexp(h, 0), torch.cummax(h, 0)[0]  # ATen fallbacks in the symbolic graph
+
+
+# logcumsumexp's backward calls logcumsumexp twice more: 4 ATen fallbacks
+@pytest.mark.parametrize("fn, fallbacks", [(_divide_by_sizes, 0), (_running_sums, 0), (_running_fallbacks, 4)],
+                         ids=["divide", "cumsum", "logcumsumexp_cummax"])
+def test_division_and_scans_over_the_symbolic_dim_train_from_one_compile(fn, fallbacks):
+    """Gradients vs eager at rows 2 to 67 (primes, and more than one chunk of the looped scan), one compile."""
+    compiled = minidynamo.minicompile(fn, backend="inductor", dynamic=True)
+    w = torch.randn(6, 5, requires_grad=True)
+    kernels = []
+    for b in (2, 3, 7, 13, 67):
+        _train_step(compiled, fn, torch.randn(b, 6, requires_grad=True), w)
+        kernels.append(metrics.generated_kernel_count)
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert len(set(kernels)) == 1 and metrics.fallback_count == fallbacks
+
+
+def test_cumprod_training_specialises_because_its_backward_reads_the_size():
+    """``cumprod``'s backward is C++ (``cumprod_backward``) that reads ``input.size(dim)`` as an int: tracing the
+    joint graph guards ``s0 == 3``, so the symbolic compile refuses and compiles per shape -- correct gradients,
+    a compile per row count (upstream's formula specialises the same way)."""
+    def f(x, w):
+        return torch.cumprod(x @ w, 0)
+    compiled = minidynamo.minicompile(f, backend="inductor", dynamic=True)
+    w = torch.randn(6, 5, requires_grad=True)
+    for b in (3, 5, 3):
+        _train_step(compiled, f, torch.randn(b, 6, requires_grad=True), w)
+    assert metrics.symbolic_compiles == 0 and metrics.specialisations >= 2
+    assert "specialised a size" in metrics.symbolic_fallbacks[0]
