@@ -174,6 +174,10 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         return result
     if (result := sym_op(tx, op, [a, b])) is not None:
         return result
+    if op in (operator.mod, operator.imod) and isinstance(b, SymNodeVariable) and a.is_python_constant() \
+            and isinstance(a.as_python_constant(), (str, bytes)):
+        # "%d" % n: printf-style formatting needs the digits: specialise n ([Note: formatting a symbolic number])
+        return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
     if (result := inplace_container_op(tx, op, a, b)) is not None:
         return result
     if a.is_python_constant() and b.is_python_constant() and not isinstance(a, ListVariable):
