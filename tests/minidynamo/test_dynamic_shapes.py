@@ -367,3 +367,41 @@ def test_min_with_a_key_over_tensors_still_breaks():
     x = torch.randn(3, 4)
     assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(x), fn(x))
     assert sum(counters["graph_break"].values()) == 1 and not counters["eager_fallback"]
+
+
+# --- formatting a symbolic size (fuzz round 9) ----------------------------------------------------------------------
+# ``f"{x.shape[0]}"`` with a dynamic size broke the graph ("formatting symbolic int s77 in an f-string"), once per
+# formatted value, and ``"%d" % n`` too.  Upstream specialises the size (``LazySymNodeFormatString`` ->
+# ``evaluate_expr``): the string is a constant, a guard pins the size, another size compiles again
+# ([Note: formatting a symbolic number]).
+
+def _describe(x):
+    n = x.shape[0]
+    return (x * 2, f"n={n}", f"{n:>4d}|{x.size(1):03}|{n!r}|{n / 3:.2f}|{n=}", "%d x %s" % (n, n), "%d" % n,
+            str(n), ",".join(map(str, x.shape)), "x".join(str(s) for s in x.shape))
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_formatting_a_symbolic_size_specialises_it_without_a_break(dynamic):
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_describe, backend=cnt, dynamic=dynamic)
+    for n in (4, 5, 7, 5):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), _describe(x))
+    assert not counters["graph_break"] and not counters["eager_fallback"]
+    assert cnt.frame_count == 3  # one graph per size: the formatted size is guarded, 5 comes back to its entry
+    assert counters["recompiles"]["total"] == 2
+
+
+def test_a_formatted_size_that_is_only_tested_keeps_other_sizes_symbolic():
+    """Only the formatted expression is pinned: ``f"{x.shape[1]}"`` specialises dimension 1, dimension 0 stays a
+    symbol and a new batch size runs the same graph."""
+    def fn(x):
+        return x.sum(0) * x.shape[0], f"{x.shape[1]}"
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt, dynamic=True)
+    for n in (4, 5, 9):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), fn(x))
+    assert cnt.frame_count == 1 and not counters["graph_break"]
