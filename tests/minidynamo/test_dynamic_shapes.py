@@ -405,3 +405,22 @@ def test_a_formatted_size_that_is_only_tested_keeps_other_sizes_symbolic():
         x = torch.randn(n, 3)
         assert _same(compiled(x), fn(x))
     assert cnt.frame_count == 1 and not counters["graph_break"]
+
+
+def _int_things(x):
+    n = x.shape[0]
+    return (x * 2, "ab" * n, [0] * (n - 3), n * (1, 2), ~n, n.bit_length(), n.real, hasattr(n, "shape"),
+            getattr(n, "nope", None))
+
+
+def test_sequence_repeats_and_int_methods_of_a_symbolic_size_specialise_it():
+    """``"ab" * n``, ``[0] * (n - 3)``, ``~n`` and ``n.bit_length()`` broke the graph with a dynamic size ("operator
+    mul on constant 'ab' and symbolic int", "bad operand type for unary ~: 'SymInt'", "attribute 'bit_length' of
+    symbolic int"): each needs the value, so each pins the size with a guard; a missing attribute pins nothing."""
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_int_things, backend=cnt, dynamic=True)
+    for n in (4, 5, 4):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), _int_things(x))
+    assert not counters["graph_break"] and not counters["eager_fallback"]
+    assert cnt.frame_count == 2
