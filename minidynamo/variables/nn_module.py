@@ -85,8 +85,10 @@ class NNModuleVariable(VariableTracker):
         for store in ("_parameters", "_buffers", "_modules"):
             if name in d.get(store, {}):
                 value = d[store][name]
-                if value is None:
+                if value is None and self.source is None:
                     return ConstantVariable(None)
+                # None too goes through the builder, which guards it: a Linear without a bias (``bias`` is None
+                # in ``_parameters``) must not run the graph of one that has one, nor the other way round
                 return self._child(tx, name, value)
         if name in d:
             return self._child(tx, name, d[name])

@@ -200,3 +200,20 @@ def test_a_module_container_that_changes_between_calls_recompiles():
     assert cnt.frame_count == 6 and minidynamo.counters["recompiles"]["total"] == 5
     guards = minidynamo.show_guards(compiled)
     assert "L['layers']._modules" in guards and "DICT_KEYS" in guards
+
+
+def test_a_parameter_that_is_none_is_guarded():
+    """``bias`` of ``Linear(bias=False)`` is None in ``_parameters``; it was folded without a guard, so a module
+    with a bias, passed after one without, could run the bias-free graph."""
+    def fn(m, x):
+        return m(x)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    x = torch.randn(4, 3)
+    for bias in (True, False, True, False, True):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 2, bias=bias)
+        assert _same(compiled(m, x), fn(m, x))
+    assert cnt.frame_count == 2 and not minidynamo.counters["graph_break"]
+    assert "== None (NoneType)" in minidynamo.show_guards(compiled)
