@@ -91,13 +91,19 @@ class GraphRaised(BaseException):  # not an Exception: no ``except Exception`` o
 
 
 class RestoresStateOnError:
-    """A compiled graph that, should it raise, puts back the grad mode and autocast state it started with, and
-    raises ``GraphRaised`` when the frame may simply run again natively ([Note: a graph that raises])."""
+    """A compiled graph that, should it raise, puts back the grad mode and autocast state it started with (when it
+    switches them), and raises ``GraphRaised`` when the frame may simply run again natively ([Note: a graph that
+    raises])."""
 
-    def __init__(self, compiled, rerunnable: bool):
-        self.compiled, self.rerunnable = compiled, rerunnable
+    def __init__(self, compiled, switches_state: bool, rerunnable: bool):
+        self.compiled, self.switches_state, self.rerunnable = compiled, switches_state, rerunnable
 
     def __call__(self, *args):
+        if not self.switches_state:
+            try:
+                return self.compiled(*args)
+            except Exception as e:  # noqa: BLE001 - whatever it raised, the native run raises it again
+                raise GraphRaised(e) from None
         from .variables.ctx_manager import _set_autocast_state, autocast_state
         grad_mode, autocast = torch.is_grad_enabled(), autocast_state()
         try:
@@ -116,10 +122,15 @@ class RestoresStateOnError:
 STATE_SWITCHES = (torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast)
 
 
-def rerunnable(gm: torch.fx.GraphModule) -> bool:
-    """Can the frame run again after ``gm`` raised: did it change nothing but grad mode and autocast?"""
-    return not any(is_impure(n) for n in gm.graph.nodes
-                   if n.op in ("call_function", "call_method") and n.target not in STATE_SWITCHES)
+def on_error(compiled, gm: torch.fx.GraphModule):
+    """``compiled``, wrapped as [Note: a graph that raises] says where that is needed."""
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    switches_state = any(n.target in STATE_SWITCHES for n in calls)
+    # can the frame run again after gm raised: did it change nothing but grad mode and autocast?
+    rerunnable = not any(is_impure(n) for n in calls if n.target not in STATE_SWITCHES)
+    if not switches_state and not rerunnable:
+        return compiled
+    return RestoresStateOnError(compiled, switches_state, rerunnable)
 
 
 @contextlib.contextmanager
@@ -362,7 +373,7 @@ class OutputGraph:
         t0 = time.perf_counter()
         with restored_grad_mode():  # a compiler that traces gm runs its _set_grad_enabled calls too
             compiled = self.compiler_fn(gm, example_inputs)
-        compiled = RestoresStateOnError(compiled, rerunnable(gm))
+        compiled = on_error(compiled, gm)
         if (final := final_grad_mode(gm)) is not None:
             compiled = LeavesGradMode(compiled, final)
         self.compile_time = time.perf_counter() - t0

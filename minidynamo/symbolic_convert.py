@@ -59,8 +59,8 @@ from .variables.builder import LazyVariableTracker
 from .variables.builtin import get_iterator, getattr_or_attribute_error
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
 from .variables.misc import ExceptionVariable
-from .variables.sym_node import SymNodeVariable
 from .variables.operators import binary_op, compare_op, is_op, unary_op
+from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 

@@ -377,8 +377,9 @@ def test_min_with_a_key_over_tensors_still_breaks():
 
 def _describe(x):
     n = x.shape[0]
-    return (x * 2, f"n={n}", f"{n:>4d}|{x.size(1):03}|{n!r}|{n / 3:.2f}|{n=}", "%d x %s" % (n, n), "%d" % n,
-            str(n), ",".join(map(str, x.shape)), "x".join(str(s) for s in x.shape))
+    printf = "%d x %s" % (n, n), "%d" % n  # noqa: UP031 - printf-style formatting is under test
+    return (x * 2, f"n={n}", f"{n:>4d}|{x.size(1):03}|{n!r}|{n / 3:.2f}|{n=}", printf, str(n),
+            ",".join(map(str, x.shape)), "x".join(str(s) for s in x.shape))
 
 
 @pytest.mark.parametrize("dynamic", [None, True])
