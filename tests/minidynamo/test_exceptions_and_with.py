@@ -330,3 +330,16 @@ def _outcome(fn, *args):
         return fn(*args)
     except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
         return type(e)
+
+
+def test_a_graph_that_wrote_an_input_and_raises_under_no_grad_restores_grad_mode():
+    def fn(x, i):
+        with torch.no_grad():
+            x.add_(1)
+            return x[i]
+
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter())
+    x, x_ref = torch.zeros(5), torch.zeros(5)
+    assert _same(compiled(x, torch.tensor([1])), fn(x_ref, torch.tensor([1])))
+    assert _outcome(compiled, x, torch.tensor([9])) is _outcome(fn, x_ref, torch.tensor([9])) is IndexError
+    assert torch.equal(x, x_ref) and torch.is_grad_enabled() and _fallbacks() == 0
