@@ -30,6 +30,7 @@ from .backends import lookup_backend
 from .cache_entry import CacheEntries
 from .convert_frame import convert_frame
 from .exc import ConstraintViolationError, Unsupported, without_frames
+from .output_graph import GraphRaised
 from .resume_execution import Continuation
 from .symbolic_convert import DISABLE_DYNAMO_CODE
 from .utils import counters
@@ -49,6 +50,20 @@ def code_signature(fn: types.FunctionType) -> inspect.Signature:
     return inspect.signature(bare)
 
 
+def current_defaults(fn: types.FunctionType) -> dict:
+    """The default of each parameter, as ``fn`` has them now.  [Note: defaults are read at each call]  The
+    cached signature (one per code object) must not supply them: ``f.__defaults__ = (3,)`` between calls, or two
+    closures of one ``def`` with different defaults, share a code object, and binding with the first call's
+    defaults ran every later call with them (``f(x, s=2)`` re-defaulted to 1 still multiplied by 2: a wrong
+    answer, translator fuzz round 9)."""
+    code = fn.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    values = fn.__defaults__ or ()
+    defaults = dict(zip(positional[len(positional) - len(values):], values))
+    defaults.update(fn.__kwdefaults__ or {})
+    return defaults
+
+
 class CompileContext:
     """Everything one ``minicompile(...)`` call owns: its backend, options and cache."""
 
@@ -60,7 +75,7 @@ class CompileContext:
         self.skipped: dict[types.CodeType, Unsupported] = {}
         self.fallbacks: list[Unsupported] = []
         self.recompile_reasons: list[str] = []
-        self.signatures: dict[types.CodeType, inspect.Signature] = {}
+        self.signatures: dict[tuple, inspect.Signature] = {}  # per code and defaulted parameters
         self.graph_breaks: list[Unsupported] = []
         self.resume_fns: dict[tuple, tuple[str, types.FunctionType]] = {}
         self.resume_origin: dict[types.CodeType, tuple[types.CodeType, dict[int, int]]] = {}
@@ -139,14 +154,18 @@ class CompileContext:
         if not kwargs and not fn.__closure__ and len(args) == code.co_argcount and \
                 not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) and not code.co_kwonlyargcount:
             return dict(zip(code.co_varnames, args))  # the common case, without inspect's binding machinery
-        sig = self.signatures.get(code)
+        defaults = current_defaults(fn)
+        key = (code, frozenset(defaults))
+        sig = self.signatures.get(key)
         if sig is None:
             # the frame's own parameters, not those ``functools.wraps`` points at ([Note: wrapped signatures]):
             # binding ``inner(*args)``'s arguments as the wrapped function's left the frame without its ``args``
             # (UnboundLocalError on 3.11, a segfault on 3.12; training round 10 and translator fuzz round 7)
-            sig = self.signatures[code] = code_signature(fn)
+            sig = self.signatures[key] = code_signature(fn)
         bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
+        passed = set(bound.arguments)
+        bound.apply_defaults()  # *args and **kwargs not passed: () and {}
+        bound.arguments.update({name: value for name, value in defaults.items() if name not in passed})
         # inspect calls a comprehension's implicit argument ``.0`` "implicit0" (a Parameter must be an identifier):
         # the frame's local is ``.0``, the name its bytecode reads
         f_locals = {f".{name[8:]}" if name.startswith("implicit") and f".{name[8:]}" in code.co_varnames else name:
@@ -180,7 +199,7 @@ class CompileContext:
             entries = self.cache[code] = CacheEntries()
         entry = entries.lookup(f_locals, fn.__globals__)
         if entry is not None:
-            return entry.fn_for(fn)(*args, **kwargs)
+            return self.run_entry(entry.fn_for(fn), fn, args, kwargs)
         if entries:
             return self.recompile(fn, entries, f_locals, args, kwargs)
         return self.compile_and_call(fn, f_locals, args, kwargs)
@@ -262,7 +281,20 @@ class CompileContext:
             return self.fall_back(fn, refusal, args, kwargs)
         entry.generation = self.dynamic_generation(fn.__code__)
         self.cache[fn.__code__].append(entry)
-        return entry.fn(*args, **kwargs)
+        return self.run_entry(entry.fn, fn, args, kwargs)
+
+    @staticmethod
+    def run_entry(transformed: Callable, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        """Run the transformed code; should its graph raise before the frame did anything else, run ``fn``
+        natively instead, which raises (or catches) as CPython does ([Note: a graph that raises] in
+        output_graph.py) -- outside the ``except``, as [Note: run eagerly outside an except block] says."""
+        try:
+            return transformed(*args, **kwargs)
+        except GraphRaised as e:
+            error = e.error
+        counters["eager_fallback"][f"the graph raised {type(error).__name__}: the frame ran again natively"] += 1
+        del error
+        return fn(*args, **kwargs)
 
     def fall_back(self, fn, e: Unsupported, args, kwargs):
         counters["eager_fallback"][e.reason] += 1

@@ -67,6 +67,72 @@ class LeavesGradMode:
         return getattr(self.__dict__["compiled"], name)
 
 
+# [Note: a graph that raises]  A compiled graph can raise where its fake tensors could not tell: ``cholesky`` of a
+# matrix that is not positive-definite, an index tensor out of range, an integer division by zero.  Eager Python
+# raises at that op, with everything before it done: ``l.append(1)`` before it has happened, a ``try`` around it
+# catches it, a ``finally`` runs, and ``with torch.no_grad():`` restores grad mode on the way out.  The transformed
+# code calls the graph first and replays the frame's Python side effects after it, so a raise skipped them, went
+# past the user's ``except``, and left grad mode (or autocast) as the graph had set it, for the rest of the process
+# (translator fuzz round 9; upstream Dynamo behaves the same way).  Two repairs, both paid only when it raises:
+#   - the grad mode and autocast state the graph started with are put back (always);
+#   - when nothing the graph did can be seen from outside -- no in-place op, no random numbers (``is_impure``),
+#     only grad-mode and autocast switches, which the first repair undoes -- the frame has done nothing yet (the
+#     graph call is the first thing its transformed code does), so ``GraphRaised`` asks ``eval_frame`` to run the
+#     frame again natively, where CPython raises, catches and cleans up as it always does.  That is counted as an
+#     eager fallback, so a backend that raises where eager does not still shows up.
+#   A graph that mutated its inputs before raising cannot be run again (the mutation would happen twice): its
+#   exception goes to the caller as before, with the state restored.
+class GraphRaised(BaseException):  # not an Exception: no ``except Exception`` of the user's may swallow it
+    """The compiled graph of the frame being run raised ``error`` before the frame did anything else."""
+
+    def __init__(self, error: Exception):
+        super().__init__(error)
+        self.error = error
+
+
+class RestoresStateOnError:
+    """A compiled graph that, should it raise, puts back the grad mode and autocast state it started with (when it
+    switches them), and raises ``GraphRaised`` when the frame may simply run again natively ([Note: a graph that
+    raises])."""
+
+    def __init__(self, compiled, switches_state: bool, rerunnable: bool):
+        self.compiled, self.switches_state, self.rerunnable = compiled, switches_state, rerunnable
+
+    def __call__(self, *args):
+        if not self.switches_state:
+            try:
+                return self.compiled(*args)
+            except Exception as e:  # noqa: BLE001 - whatever it raised, the native run raises it again
+                raise GraphRaised(e) from None
+        from .variables.ctx_manager import _set_autocast_state, autocast_state
+        grad_mode, autocast = torch.is_grad_enabled(), autocast_state()
+        try:
+            return self.compiled(*args)
+        except Exception as e:
+            torch._C._set_grad_enabled(grad_mode)
+            _set_autocast_state(autocast)
+            if self.rerunnable:
+                raise GraphRaised(e) from None
+            raise
+
+    def __getattr__(self, name: str):  # ``aot_graphs``, ``source``... of the compiled graph
+        return getattr(self.__dict__["compiled"], name)
+
+
+STATE_SWITCHES = (torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast)
+
+
+def on_error(compiled, gm: torch.fx.GraphModule):
+    """``compiled``, wrapped as [Note: a graph that raises] says where that is needed."""
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+    switches_state = any(n.target in STATE_SWITCHES for n in calls)
+    # can the frame run again after gm raised: did it change nothing but grad mode and autocast?
+    rerunnable = not any(is_impure(n) for n in calls if n.target not in STATE_SWITCHES)
+    if not switches_state and not rerunnable:
+        return compiled
+    return RestoresStateOnError(compiled, switches_state, rerunnable)
+
+
 @contextlib.contextmanager
 def restored_grad_mode():
     prior = torch.is_grad_enabled()
@@ -307,6 +373,7 @@ class OutputGraph:
         t0 = time.perf_counter()
         with restored_grad_mode():  # a compiler that traces gm runs its _set_grad_enabled calls too
             compiled = self.compiler_fn(gm, example_inputs)
+        compiled = on_error(compiled, gm)
         if (final := final_grad_mode(gm)) is not None:
             compiled = LeavesGradMode(compiled, final)
         self.compile_time = time.perf_counter() - t0

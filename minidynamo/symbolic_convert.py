@@ -60,6 +60,7 @@ from .variables.builtin import get_iterator, getattr_or_attribute_error
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
 from .variables.misc import ExceptionVariable
 from .variables.operators import binary_op, compare_op, is_op, unary_op
+from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -534,10 +535,18 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
         self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
 
     def FORMAT_VALUE(self, inst):
+        """[Note: formatting a symbolic number]  ``f"{x.shape[0]}"`` with a dynamic size needs the digits, which
+        only this call's value has: the size is specialised (the ShapeEnv guards ``s0 == 5``), as upstream's
+        ``LazySymNodeFormatString`` does with ``evaluate_expr``, and the string is a constant -- no graph break.
+        A call with another size fails the guard and compiles again.  Upstream defers the specialisation until the
+        string is used; here it happens at once (a string built and never read still guards its size).
+        ``str(n)``, ``format(n, spec)`` and ``"%d" % n`` specialise the same way (``as_python_constant``)."""
         spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
         value = self.pop()
         if isinstance(value, ExceptionVariable) and (v := value.printable()) is not None:
             pass  # f"{e}" of a caught exception with constant args: printed by Python, rebuilt
+        elif isinstance(value, SymNodeVariable):
+            v = value.as_python_constant()  # [Note: formatting a symbolic number]
         elif isinstance(value, TensorVariable) or not value.is_python_constant():
             unimplemented(f"formatting {value.describe()} in an f-string", "format only Python constants")
         else:

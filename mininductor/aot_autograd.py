@@ -218,6 +218,22 @@ def _lift_parameters(gm: torch.nn.Module) -> tuple[Callable, list]:
     return fn, list(state.values())
 
 
+def _keeping_grad_mode(fn: Callable) -> Callable:
+    """``fn`` that leaves grad mode as it found it.  [Note: a graph that ends under no_grad]  A Dynamo graph that
+    breaks inside ``with torch.no_grad():`` ends with ``_set_grad_enabled(False)`` (minidynamo sets that final
+    mode itself after the compiled graph runs).  Running it here left grad mode off for the runs that follow:
+    ``collect_metadata`` saw ``y = x * 0`` made before the block require grad, then the joint trace ran the graph
+    again with grad off, ``autograd.grad`` raised "element 0 of tensors does not require grad", and the fallback
+    to an inference compile returned ``y`` without ``requires_grad`` (translator fuzz round 9)."""
+    def run(*args):
+        prior = torch.is_grad_enabled()
+        try:
+            return fn(*args)
+        finally:
+            torch._C._set_grad_enabled(prior)
+
+    return run
+
 
 def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Compiler,
                bw_compiler: Compiler | None = None, decompositions: dict | None = None,
@@ -230,6 +246,7 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
     decompositions = default_decompositions() if decompositions is None else decompositions
     partition_fn = partition_fn or partitioners.min_cut_rematerialization_partition
     fn, lifted = _lift_parameters(gm)
+    fn = _keeping_grad_mode(fn)
     if dynamic:
         fake_mode, fake_args = _symbolic_fake_inputs(lifted, example_inputs)
     else:

@@ -441,6 +441,9 @@ def obj_hasattr(tx, obj, name: str) -> VariableTracker:
         return ConstantVariable(hasattr(obj.as_python_constant(), name))
     if isinstance(obj, TensorVariable):
         return ConstantVariable(obj.has_attribute(tx, name))
+    from .sym_node import SymNodeVariable
+    if isinstance(obj, SymNodeVariable):  # an int's attributes are its class's: the value is not needed
+        return ConstantVariable(hasattr(obj.python_type(), name))
     unimplemented(f"hasattr on {obj.describe()}")
 
 

@@ -51,6 +51,12 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "join" and isinstance(self.value, (str, bytes)) and len(args) == 1 and not kwargs \
+                and not args[0].is_python_constant() and args[0].has_unpack_var_sequence(tx):
+            # ", ".join(map(str, x.shape)), "".join(s for s in parts): join runs the iterable out; its items may be
+            # constants even when the iterator over them is not one (upstream: ConstantVariable.call_method)
+            from .lists import ListVariable
+            args = [ListVariable(args[0].unpack_var_sequence(tx))]
         try:
             a = [x.as_python_constant() for x in args]
             k = {n: x.as_python_constant() for n, x in kwargs.items()}

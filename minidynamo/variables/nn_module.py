@@ -85,8 +85,10 @@ class NNModuleVariable(VariableTracker):
         for store in ("_parameters", "_buffers", "_modules"):
             if name in d.get(store, {}):
                 value = d[store][name]
-                if value is None:
+                if value is None and self.source is None:
                     return ConstantVariable(None)
+                # None too goes through the builder, which guards it: a Linear without a bias (``bias`` is None
+                # in ``_parameters``) must not run the graph of one that has one, nor the other way round
                 return self._child(tx, name, value)
         if name in d:
             return self._child(tx, name, d[name])
@@ -142,8 +144,30 @@ class NNModuleVariable(VariableTracker):
         return UserMethodVariable(forward, self, source=src).call_function(tx, args, kwargs)
 
     # --- containers -----------------------------------------------------------------------------------------
+    def guard_structure(self, tx, recursive: bool = False) -> None:
+        """[Note: a module's structure is guarded]  ``for m in self.layers``, ``len(self.layers)``,
+        ``self.layers[-1]``, ``"a" in self.heads`` and ``self.parameters()`` read which submodules (parameters,
+        buffers) a module holds.  Their NN_MODULE guards check each item's type and hooks, not that the list is
+        the same: ``layers.append(...)`` between calls reused the graph of the shorter list (a wrong answer,
+        translator fuzz round 9).  So the keys of the dicts read are guarded, as upstream's DICT_KEYS guard on
+        ``_modules`` does; ``recursive`` guards every module below too (``parameters()`` walks them all)."""
+        if self.source is None:
+            return
+
+        def guard(source, module):
+            for store in MODULE_STORES if recursive else ("_parameters" if isinstance(
+                    module, torch.nn.ParameterList) else "_modules",):
+                tx.output.add_guard("DICT_KEYS", AttrSource(source, store), list(module.__dict__[store].keys()))
+            if recursive:
+                for key, sub in module._modules.items():
+                    if sub is not None:
+                        guard(module_child_source(source, module, key), sub)
+
+        guard(self.source, self.module)
+
     def _items(self, tx) -> list[VariableTracker]:
         m = self.module
+        self.guard_structure(tx)
         if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)):
             return [self._child(tx, k, sub) for k, sub in m._modules.items()]
         if isinstance(m, torch.nn.ModuleDict):
@@ -162,12 +186,15 @@ class NNModuleVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         m = self.module
         if name == "__len__":
+            self.guard_structure(tx)
             return ConstantVariable(len(m))
         if name == "__getitem__":
             return self._getitem(tx, args[0])
         if name == "__contains__" and isinstance(m, torch.nn.ModuleDict):
+            self.guard_structure(tx)
             return ConstantVariable(args[0].as_python_constant() in m._modules)
         if name in ("keys", "values", "items") and isinstance(m, torch.nn.ModuleDict):
+            self.guard_structure(tx)
             # a view of ``m._modules`` (re-iterable, with a len), as ModuleDict returns; not an iterator
             from .dicts import DictVariable, DictViewVariable
             return DictViewVariable(DictVariable({k: self._child(tx, k, sub) for k, sub in m._modules.items()}), name)
@@ -187,6 +214,7 @@ class NNModuleVariable(VariableTracker):
             return self._child(tx, key, m[key])
         if isinstance(key, slice):
             return ModuleSliceVariable(self, key, self._items(tx)[key])
+        self.guard_structure(tx)  # which item -1 (or 3) is, and whether it exists, depends on the length
         keys = list(m._modules) if not isinstance(m, torch.nn.ParameterList) else list(m._parameters)
         k = _item_or_raise(keys, key, m)
         value = m._modules[k] if not isinstance(m, torch.nn.ParameterList) else m._parameters[k]
@@ -219,6 +247,7 @@ class NNModuleVariable(VariableTracker):
     def _iterate(self, tx, name, args, kwargs):
         a = [x.as_python_constant() for x in args]
         k = {n: v.as_python_constant() for n, v in kwargs.items()}
+        self.guard_structure(tx, recursive=name not in ("children", "named_children"))
         result = []
         for entry in getattr(self.module, name)(*a, **k):
             key, value = entry if name.startswith("named_") else (None, entry)

@@ -174,6 +174,8 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         return result
     if (result := sym_op(tx, op, [a, b])) is not None:
         return result
+    if (result := specialised_sequence_op(tx, op, a, b)) is not None:
+        return result
     if (result := inplace_container_op(tx, op, a, b)) is not None:
         return result
     if a.is_python_constant() and b.is_python_constant() and not isinstance(a, ListVariable):
@@ -195,6 +197,26 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         dunder = f"__{op.__name__.strip('_')}__"
         return a.call_method(tx, dunder, [b], {})
     unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+
+def is_sequence(v: VariableTracker) -> bool:
+    return isinstance(v, BaseListVariable) or isinstance(v, ConstantVariable) and isinstance(v.value,
+                                                                                           (str, bytes, tuple))
+
+
+def specialised_sequence_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    """``"%d" % n``, ``"ab" * n``, ``[0] * (n - 3)`` with a symbolic ``n``: the result's length or digits need
+    its value, so ``n`` is specialised (a guard pins it), as upstream does ([Note: formatting a symbolic
+    number]).  None for anything else."""
+    if op in (operator.mod, operator.imod) and isinstance(b, SymNodeVariable) and a.is_python_constant() \
+            and isinstance(a.as_python_constant(), (str, bytes)):
+        return fold(tx, op, [a.as_python_constant(), b.as_python_constant()], {})
+    if op in (operator.mul, operator.imul):
+        if isinstance(a, SymNodeVariable) and is_sequence(b):  # n * seq repeats seq as seq * n does
+            return binary_op(tx, operator.mul, b, ConstantVariable(a.as_python_constant()))
+        if isinstance(b, SymNodeVariable) and is_sequence(a):
+            return binary_op(tx, op, a, ConstantVariable(b.as_python_constant()))
+    return None
 
 
 def _printable(op: Callable, a: VariableTracker) -> Callable:
@@ -282,6 +304,8 @@ def is_op(tx, a: VariableTracker, b: VariableTracker) -> bool:
 
 
 def unary_op(tx, op: Callable, a: VariableTracker) -> VariableTracker:
+    if isinstance(a, SymNodeVariable) and op is operator.invert and a.python_type() is int:
+        return fold(tx, op, [a.as_python_constant()], {})  # torch.SymInt has no __invert__: specialise ~n
     if isinstance(a, (TensorVariable, SymNodeVariable)):
         return call_graph_op(tx, "call_function", op, [a], {})
     if a.is_python_constant():

@@ -44,6 +44,16 @@ class SymNodeVariable(VariableTracker):
         """Python needs a plain value here: specialise (the ShapeEnv records ``s0 == <value>`` as a guard)."""
         return self.python_type()(self.sym_num)
 
+    def var_getattr(self, tx, name):
+        """``n.bit_length()``, ``n.real``: what a plain number has needs the value; specialise (a guard pins it).
+        A name the type lacks raises CPython's AttributeError without pinning anything."""
+        from .constant import ConstantVariable
+        if not hasattr(self.python_type(), name):
+            from ..exc import raise_observed_exception
+            message = f"'{self.python_type().__name__}' object has no attribute '{name}'"
+            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
+        return ConstantVariable(self.as_python_constant()).var_getattr(tx, name)
+
     def truth(self, tx) -> bool:
         return bool(self.sym_num)  # a guard on the relation (s0 > 4), not on the value
 

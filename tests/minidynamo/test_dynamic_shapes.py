@@ -377,3 +377,61 @@ def test_chunk_of_a_symbolic_dim_guards_the_number_of_chunks_only():
     assert cnt.frame_count == 2 and counters["recompiles"]["total"] == 1
     text = minidynamo.show_guards(compiled)
     assert "// ((2 + L['x'].size()[0]) // 3)) == 3" in text and ") == 2" in text
+
+
+# --- formatting a symbolic size (fuzz round 9) ----------------------------------------------------------------------
+# ``f"{x.shape[0]}"`` with a dynamic size broke the graph ("formatting symbolic int s77 in an f-string"), once per
+# formatted value, and ``"%d" % n`` too.  Upstream specialises the size (``LazySymNodeFormatString`` ->
+# ``evaluate_expr``): the string is a constant, a guard pins the size, another size compiles again
+# ([Note: formatting a symbolic number]).
+
+def _describe(x):
+    n = x.shape[0]
+    printf = "%d x %s" % (n, n), "%d" % n  # noqa: UP031 - printf-style formatting is under test
+    return (x * 2, f"n={n}", f"{n:>4d}|{x.size(1):03}|{n!r}|{n / 3:.2f}|{n=}", printf, str(n),
+            ",".join(map(str, x.shape)), "x".join(str(s) for s in x.shape))
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_formatting_a_symbolic_size_specialises_it_without_a_break(dynamic):
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_describe, backend=cnt, dynamic=dynamic)
+    for n in (4, 5, 7, 5):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), _describe(x))
+    assert not counters["graph_break"] and not counters["eager_fallback"]
+    assert cnt.frame_count == 3  # one graph per size: the formatted size is guarded, 5 comes back to its entry
+    assert counters["recompiles"]["total"] == 2
+
+
+def test_a_formatted_size_that_is_only_tested_keeps_other_sizes_symbolic():
+    """Only the formatted expression is pinned: ``f"{x.shape[1]}"`` specialises dimension 1, dimension 0 stays a
+    symbol and a new batch size runs the same graph."""
+    def fn(x):
+        return x.sum(0) * x.shape[0], f"{x.shape[1]}"
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt, dynamic=True)
+    for n in (4, 5, 9):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), fn(x))
+    assert cnt.frame_count == 1 and not counters["graph_break"]
+
+
+def _int_things(x):
+    n = x.shape[0]
+    return (x * 2, "ab" * n, [0] * (n - 3), n * (1, 2), ~n, n.bit_length(), n.real, hasattr(n, "shape"),
+            getattr(n, "nope", None))
+
+
+def test_sequence_repeats_and_int_methods_of_a_symbolic_size_specialise_it():
+    """``"ab" * n``, ``[0] * (n - 3)``, ``~n`` and ``n.bit_length()`` broke the graph with a dynamic size ("operator
+    mul on constant 'ab' and symbolic int", "bad operand type for unary ~: 'SymInt'", "attribute 'bit_length' of
+    symbolic int"): each needs the value, so each pins the size with a guard; a missing attribute pins nothing."""
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_int_things, backend=cnt, dynamic=True)
+    for n in (4, 5, 4):
+        x = torch.randn(n, 3)
+        assert _same(compiled(x), _int_things(x))
+    assert not counters["graph_break"] and not counters["eager_fallback"]
+    assert cnt.frame_count == 2

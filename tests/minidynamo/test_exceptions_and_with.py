@@ -247,3 +247,101 @@ def test_fstring_format_error_is_cpythons():
         except ValueError as e:
             return x + 1, e.args
     _check(fn, X)
+
+
+# --- a compiled graph that raises (fuzz round 9) --------------------------------------------------------------------
+# Fake tensors cannot see that ``cholesky`` meets a matrix that is not positive-definite, or that an index tensor is
+# out of range: the compiled graph raises at run time.  The transformed code replays the frame's side effects after
+# its graph, so they were lost; the user's ``except`` and ``finally`` were skipped; and a graph inside
+# ``torch.no_grad()`` left grad mode off for the rest of the process ([Note: a graph that raises]).
+
+NOT_PD = -torch.eye(3)
+
+
+def _cholesky_or_zeros(x, log):
+    log.append("before")
+    try:
+        y = torch.linalg.cholesky(x)
+    except RuntimeError:
+        y = x * 0
+    finally:
+        log.append("finally")
+    return y
+
+
+def _fallbacks():
+    return sum(minidynamo.counters["eager_fallback"].values())
+
+
+def test_an_except_around_a_graph_op_that_raises_catches_it():
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(_cholesky_or_zeros, backend=cnt)
+    for x in (torch.eye(3) * 2, NOT_PD, torch.eye(3)):
+        log, eager_log = [], []
+        assert torch.equal(compiled(x, log), _cholesky_or_zeros(x, eager_log)) and log == eager_log
+    assert cnt.frame_count == 1 and _fallbacks() == 1  # the call that raised ran again natively, counted
+
+
+def test_side_effects_before_an_op_that_raises_happen():
+    state = {"calls": 0}
+
+    def fn(x, log):
+        state["calls"] += 1
+        log.append(x.shape[0])
+        return torch.linalg.cholesky(x) * 2
+
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter())
+    compiled(torch.eye(3), [])
+    log = []
+    with pytest.raises(torch.linalg.LinAlgError):
+        compiled(NOT_PD, log)
+    assert log == [3] and state["calls"] == 2
+
+
+@pytest.mark.parametrize("manager", ["no_grad", "autocast"])
+def test_a_graph_that_raises_inside_a_with_block_leaves_the_state_as_eager(manager):
+    def fn(x, i):
+        with torch.no_grad() if manager == "no_grad" else torch.autocast("cpu", dtype=torch.bfloat16):
+            return x[i] @ x.T
+
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter())
+    x = torch.randn(4, 4, requires_grad=True)
+    assert _same(compiled(x, torch.tensor([1])), fn(x, torch.tensor([1])))
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([9]))
+    assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+
+
+def test_a_graph_that_mutated_an_input_before_raising_is_not_run_again():
+    """Running the frame again would add 1 twice: the graph's exception goes to the caller as it is, with the
+    in-place update done, as eager leaves it."""
+    def fn(x, counts):
+        counts.add_(1)
+        return torch.linalg.cholesky(x)
+
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter())
+    counts, eager_counts = torch.zeros(2), torch.zeros(2)
+    for x in (torch.eye(3), NOT_PD):
+        expected, got = _outcome(fn, x, eager_counts), _outcome(compiled, x, counts)
+        assert _same(got, expected) and torch.equal(counts, eager_counts)
+    assert _fallbacks() == 0
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - the exception's type is what is compared
+        return type(e)
+
+
+def test_a_graph_that_wrote_an_input_and_raises_under_no_grad_restores_grad_mode():
+    def fn(x, i):
+        with torch.no_grad():
+            x.add_(1)
+            return x[i]
+
+    compiled = minidynamo.minicompile(fn, backend=CompileCounter())
+    x, x_ref = torch.zeros(5), torch.zeros(5)
+    assert _same(compiled(x, torch.tensor([1])), fn(x_ref, torch.tensor([1])))
+    assert _outcome(compiled, x, torch.tensor([9])) is _outcome(fn, x_ref, torch.tensor([9])) is IndexError
+    assert torch.equal(x, x_ref) and torch.is_grad_enabled() and _fallbacks() == 0

@@ -179,3 +179,42 @@ def test_a_contextmanager_factory_compiled_as_a_frame_binds_args():
     # the frame itself traces; the manager it returns escapes it, which refuses for that reason (not `args`)
     assert list(minidynamo.counters["eager_fallback"]) == [
         "a _GeneratorContextManager object built inside the compiled function escapes it"]
+
+
+# --- defaults read at each call (fuzz round 9) ----------------------------------------------------------------------
+# The frame's signature was cached per code object *with its defaults*: ``f.__defaults__ = (1,)`` between calls was
+# ignored (``f(x)`` still multiplied by the first call's default, a wrong answer), and so were the different
+# defaults of two closures made by one ``def`` ([Note: defaults are read at each call]).
+
+def test_changed_defaults_of_the_compiled_frame_are_used():
+    def fn(x, s=2, *args, k=3, **kw):
+        return x * s + k, args, kw
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    for i in range(4):
+        fn.__defaults__ = (i,)
+        fn.__kwdefaults__ = {"k": 10 * i}
+        assert _same(compiled(X), fn(X))
+        assert _same(compiled(X, 5, k=1), fn(X, 5, k=1))
+    assert not minidynamo.counters["eager_fallback"] and not minidynamo.counters["graph_break"]
+    assert cnt.frame_count == 2  # s=0, k=0 pinned; then s and k change: automatic dynamic makes them symbols
+
+
+def test_closures_of_one_def_keep_their_own_defaults():
+    """Each callee breaks the graph (``print``), so it is compiled as a frame of its own, in the caller's context:
+    both closures share one code object, and each must bind its own default (the second one's graph multiplied
+    by the first one's ``s``: 11 instead of 21)."""
+    def make(k):
+        def scale(x, s=k):
+            y = x * s
+            print("scale")
+            return y
+        return scale
+
+    one, two = make(1), make(2)
+
+    def fn(x):
+        return one(x) + two(x) * 10
+
+    _check(fn, X, graphs=3, breaks=4)  # fn breaks at each call; each callee frame breaks at its print

@@ -4,6 +4,7 @@ import torch
 
 import minidynamo
 from minidynamo.testing import CompileCounter
+from minidynamo.testing import same as _same
 
 X = torch.arange(3.0)
 
@@ -153,3 +154,65 @@ def test_locals_after_a_graph_break_runs_the_frame_eagerly():
         return y, sorted(locals()), sorted(vars()), "a" in dir()
     cnt = CompileCounter()
     assert minidynamo.minicompile(fn, backend=cnt)(X)[1] == ["a", "x", "y"]
+
+
+# --- a module's structure is guarded (fuzz round 9) -----------------------------------------------------------------
+# ``for m in layers``, ``layers[-1]``, ``len(layers)``, ``"b" in heads`` and ``model.parameters()`` read which
+# submodules a module holds; only each item's type and hooks were guarded, so a ``ModuleList`` that grew between
+# calls ran the graph of the shorter list ([Note: a module's structure is guarded]).
+
+def _structure_program():
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList([torch.nn.Linear(3, 3)])
+    heads = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 2)})
+    params = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(3))])
+    owner = torch.nn.Module()
+    owner.inner = torch.nn.Linear(3, 3)
+
+    def fn(x):
+        for layer in layers:
+            x = layer(x)
+        total = sum(p.sum() for p in owner.parameters())
+        return (x, layers[-1](x), len(layers), [h(x) for h in heads.values()], "b" in heads, list(heads.keys()),
+                sum(p * 1 for p in params), total)
+
+    def grow(step):
+        torch.manual_seed(step)
+        [lambda: layers.append(torch.nn.Linear(3, 3)), lambda: heads.update({"b": torch.nn.Linear(3, 2)}),
+         lambda: params.append(torch.nn.Parameter(torch.ones(3) * 2)),
+         lambda: setattr(owner, "extra", torch.nn.Linear(3, 1)), lambda: layers.__delitem__(0)][step]()
+
+    return fn, grow
+
+
+def test_a_module_container_that_changes_between_calls_recompiles():
+    fn, grow = _structure_program()
+    eager_fn, eager_grow = _structure_program()
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    x = torch.randn(2, 3)
+    assert _same(compiled(x), eager_fn(x))
+    for step in range(5):
+        grow(step)
+        eager_grow(step)
+        assert _same(compiled(x), eager_fn(x))
+    assert cnt.frame_count == 6 and minidynamo.counters["recompiles"]["total"] == 5
+    guards = minidynamo.show_guards(compiled)
+    assert "L['layers']._modules" in guards and "DICT_KEYS" in guards
+
+
+def test_a_parameter_that_is_none_is_guarded():
+    """``bias`` of ``Linear(bias=False)`` is None in ``_parameters``; it was folded without a guard, so a module
+    with a bias, passed after one without, could run the bias-free graph."""
+    def fn(m, x):
+        return m(x)
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    x = torch.randn(4, 3)
+    for bias in (True, False, True, False, True):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 2, bias=bias)
+        assert _same(compiled(m, x), fn(m, x))
+    assert cnt.frame_count == 2 and not minidynamo.counters["graph_break"]
+    assert "== None (NoneType)" in minidynamo.show_guards(compiled)

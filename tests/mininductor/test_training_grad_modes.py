@@ -179,6 +179,33 @@ def test_resume_inside_no_grad_block_computes_without_grad(backend):
     assert sum(minidynamo.counters["graph_break"].values()) == 1
 
 
+def _grad_then_break_in_no_grad(x, w):
+    y = (x @ w).tanh()
+    with torch.no_grad():
+        z = x * 2
+        minidynamo.graph_break()
+        z = z + 1
+    return y, z
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_output_made_before_a_no_grad_block_the_graph_ends_in_requires_grad(backend):
+    """The first graph computes ``y`` with grad, then enters ``no_grad`` and breaks there: it ends with grad off.
+    mininductor ran that graph once to collect metadata, and the grad mode it left behind made the joint trace
+    fail; the inference fallback returned ``y`` without ``requires_grad`` ([Note: a graph that ends under
+    no_grad] in aot_autograd.py; translator fuzz round 9)."""
+    compiled = minidynamo.minicompile(_grad_then_break_in_no_grad, backend=backend)
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(4, 3), torch.randn(3, 3))
+    for _ in range(2):
+        out, ref = compiled(x, w), _grad_then_break_in_no_grad(x_ref, w_ref)
+        assert_same(out, ref)
+        assert out[0].requires_grad and not out[1].requires_grad and torch.is_grad_enabled()
+        out[0].sum().backward()
+        ref[0].sum().backward()
+        assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad))
+    assert sum(minidynamo.counters["graph_break"].values()) == 1
+
+
 def test_multihead_attention_evaluated_under_no_grad_in_eval_mode_between_training_steps():
     """``nn.MultiheadAttention`` in eval mode under ``no_grad`` checks whether make_fx is tracing: it reads the
     dispatch mode stack, and traced, that stack held our FakeTensorMode, which ``_get_dispatch_stack_at`` then
