@@ -320,6 +320,9 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
             return _one_hot(*args, **(kwargs or {})).contiguous()
         if func is torch.Tensor.unfold and (window := _gapped_unfold(*args, **(kwargs or {}))) is not None:
             return window
+        if _writes_overlapping_elements(func, args):
+            raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
+                               "internal overlap (one element written twice: eager applies the op twice)")
         out = func(*args, **(kwargs or {}))
         if func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
@@ -342,6 +345,36 @@ def _one_hot(x, num_classes: int = -1):
     aten._assert_async.msg(torch.all(x >= 0), "one_hot: Class values must be non-negative.")
     aten._assert_async.msg(torch.all(x < num_classes), "one_hot: Class values must be smaller than num_classes.")
     return (x.unsqueeze(-1) == torch.arange(num_classes, dtype=x.dtype, device=x.device)).to(torch.int64)
+
+
+def _writes_overlapping_elements(func, args) -> bool:
+    """Is ``func`` an in-place method writing a tensor with elements that share memory but no stride 0 (eager
+    refuses those itself)?  ``c.as_strided((2, 2), (3, 3)).mul_(2)`` doubles the shared element twice in eager;
+    functionalization, which only refuses the overlaps ATen can prove (``unfold``), wrote it back once.  Such a
+    graph runs eagerly (``compile_fx._OVERLAPPING_MUTATION``)."""
+    name = getattr(func, "__name__", "")
+    if not (name.endswith("_") and not name.startswith("__") or name.startswith("__i")) or not args or \
+            not isinstance(args[0], torch.Tensor):
+        return False
+    size, stride = args[0].shape, args[0].stride()
+    if not all(isinstance(v, int) for v in (*size, *stride)) or any(st == 0 for n, st in zip(size, stride) if n > 1):
+        return False
+    reach = 0  # walking the dims from the smallest stride up, each passes the reach of those below (sufficient)
+    for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
+        if st <= reach:
+            return _really_overlaps(size, stride)
+        reach += st * (n - 1)
+    return False
+
+
+def _really_overlaps(size, stride) -> bool:
+    """Two elements at one offset (counted; the sufficient test above says nothing for ``(3, 4)``/``(7, 2)``)."""
+    offsets = [0]
+    for n, st in zip(size, stride):
+        offsets = [o + i * st for o in offsets for i in range(n)]
+        if len(offsets) > 1 << 16:
+            return False  # too many to count: left to functionalization
+    return len(set(offsets)) < len(offsets)
 
 
 def _gapped_unfold(x, dimension: int, size: int, step: int):

@@ -143,15 +143,27 @@ def _scale_overlapping_windows(x):
     return c * 1
 
 
+def _scale_an_overlapping_window(x):
+    c = x.clone()
+    c.as_strided((2, 2), (3, 3), 1).mul_(2)  # elements [0, 1] and [1, 0] are one: eager scales it twice
+    return c * 1
+
+
 @pytest.mark.parametrize("requires_grad", [False, True])
-def test_inplace_op_on_an_overlapping_view_runs_the_graph_eagerly(requires_grad):
-    """Functionalization refuses an in-place op on a view whose elements overlap, where eager runs it: the
-    error escaped the backend as an internal error of the translator (the whole frame ran eagerly, "please
-    report this").  The graph now runs eagerly as captured, a counted fallback with its reason."""
+@pytest.mark.parametrize("fn", [_scale_overlapping_windows, _scale_an_overlapping_window])
+def test_inplace_op_on_an_overlapping_view_runs_the_graph_eagerly(fn, requires_grad):
+    """An in-place op on a view whose elements overlap, which eager runs element by element:
+
+    * through ``unfold``, functionalization refuses it, and the error escaped the backend as an internal error
+      of the translator (the whole frame ran eagerly, "please report this");
+    * through ``as_strided``, functionalization cannot tell, and wrote the shared element back once: scaled
+      by 2 where eager scales it by 4 -- a wrong answer.
+
+    Both graphs now run eagerly as captured, a counted fallback with its reason."""
     from mininductor import metrics
-    x = torch.randn(6, requires_grad=requires_grad)
+    x = torch.randn(8, requires_grad=requires_grad)
     with pytest.warns(UserWarning, match="writes a view whose elements overlap"):
-        out = minidynamo.minicompile(_scale_overlapping_windows)(x)
-    assert_same(out, _scale_overlapping_windows(x))
+        out = minidynamo.minicompile(fn)(x)
+    assert_same(out, fn(x))
     assert metrics.fallback_ops == ["whole graph (in-place op on a view whose elements overlap)"]
     assert minidynamo.counters["frames"]["ok"] == 1 and not minidynamo.counters["eager_fallback"]
