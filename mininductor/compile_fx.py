@@ -290,7 +290,25 @@ def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
         return _compile_fx(gm, example_inputs)
 
 
+# What functionalization says of an in-place op on a view whose elements overlap (``x.unfold(0, 4, 1).mul_(2)``):
+# eager runs it (in some element order), a functional graph cannot express it, upstream refuses it too.
+_OVERLAPPING_MUTATION = "functionalization encountered a tensor being mutated that has internal overlap"
+
+
 def _compile_fx(gm, example_inputs):
+    try:
+        return _trace_and_compile(gm, example_inputs)
+    except RuntimeError as e:
+        if _OVERLAPPING_MUTATION not in str(e):
+            raise
+        # the program's doing, not a bug of ours: run the graph as Dynamo captured it, and say so
+        warnings.warn("mininductor: running the graph eagerly, it writes a view whose elements overlap")
+        metrics.fallback_count += 1
+        metrics.fallback_ops.append("whole graph (in-place op on a view whose elements overlap)")
+        return gm
+
+
+def _trace_and_compile(gm, example_inputs):
     aot = _aot_module()
     if aot is not None:
         try:

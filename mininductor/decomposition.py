@@ -50,7 +50,8 @@ def _table() -> dict:
     for packet in _KEEP:
         for name in packet.overloads():
             table.pop(getattr(packet, name), None)
-    table[aten.slice_scatter.default] = slice_scatter
+    table[aten.slice_scatter.default] = _keeping_input_strides(slice_scatter)
+    table[aten.select_scatter.default] = _keeping_input_strides(table[aten.select_scatter.default])
     table[aten.index_add.default] = index_add
     table[aten.index_copy.default] = index_copy
     for packet, refuse in ((aten.var, _not_floating), (aten.std, _not_floating), (aten.std_mean, _not_floating),
@@ -241,6 +242,29 @@ def index_copy(x, dim: int, index, source):
     return _like(aten.scatter(x1, dim, index, source), x)
 
 
+def _keeping_input_strides(decomp):
+    """``decomp`` (of ``slice_scatter``/``select_scatter``), its result laid out like its input's.
+
+    [Note: scatters keep their input's strides]  Functionalization writes an in-place op on a view back into
+    the base with a scatter: ``c[2:3].mul_(2)`` is ``c = slice_scatter(c, c[2:3] * 2, ...)``.  Eager's scatter
+    copies ``c`` with its strides (``clone_preserve_strides``); the decompositions are ``where``s laid out by
+    broadcasting, row-major.  The tensor Python code sees next has the traced strides, and a ``reshape`` of it
+    is a view or a copy by them: ``c.flatten(1, 2).mul_(2)`` of a ``c`` eager keeps column-major copies, so
+    eager's ``c`` is unchanged, where the row-major trace took a view and doubled ``c``.  A functional ``copy``
+    into ``empty_strided`` gives the result the input's strides (a pointwise copy we fuse away)."""
+    from .reinplace import non_overlapping
+
+    def decomposed(x, *args, **kwargs):
+        out = decomp(x, *args, **kwargs)
+        if not all(isinstance(v, int) for v in (*x.shape, *x.stride(), *out.stride())):
+            return out  # symbolic: comparing would specialise the sizes
+        same = all(a == b for a, b, n in zip(out.stride(), x.stride(), x.shape) if n != 1)
+        if same or not non_overlapping(x.shape, x.stride()):
+            return out
+        return aten.copy(aten.empty_strided(x.shape, x.stride(), dtype=out.dtype, device=out.device), out)
+    return decomposed
+
+
 def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
     """``input`` with ``src`` written into ``input[start:end:step]`` along ``dim``, as a ``where`` over a mask.
 
@@ -284,13 +308,21 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
     decomposition table sees it: its result is made contiguous here.
 
     Shifts of a bool tensor: eager converts it to the result type (``mask << 1`` is int64, ``x16 >> mask`` is
-    int16); the fake kernel refuses any bool operand, so the compile raised where eager runs. Converted here."""
+    int16); the fake kernel refuses any bool operand, so the compile raised where eager runs. Converted here.
+
+    ``unfold`` with windows that leave elements out is traced as ``as_strided``: [Note: unfold under
+    functionalization]."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in _SHIFTS and len(args) == 2:
             args = _shift_operands(*args)
         if func is torch.nn.functional.one_hot:
             return _one_hot(*args, **(kwargs or {})).contiguous()
+        if func is torch.Tensor.unfold and (window := _gapped_unfold(*args, **(kwargs or {}))) is not None:
+            return window
+        if _writes_overlapping_elements(func, args):
+            raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
+                               "internal overlap (one element written twice: eager applies the op twice)")
         out = func(*args, **(kwargs or {}))
         if func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
@@ -313,6 +345,69 @@ def _one_hot(x, num_classes: int = -1):
     aten._assert_async.msg(torch.all(x >= 0), "one_hot: Class values must be non-negative.")
     aten._assert_async.msg(torch.all(x < num_classes), "one_hot: Class values must be smaller than num_classes.")
     return (x.unsqueeze(-1) == torch.arange(num_classes, dtype=x.dtype, device=x.device)).to(torch.int64)
+
+
+def _writes_overlapping_elements(func, args) -> bool:
+    """Is ``func`` an in-place method writing a tensor with elements that share memory but no stride 0 (eager
+    refuses those itself)?  ``c.as_strided((2, 2), (3, 3)).mul_(2)`` doubles the shared element twice in eager;
+    functionalization, which only refuses the overlaps ATen can prove (``unfold``), wrote it back once.  Such a
+    graph runs eagerly (``compile_fx._OVERLAPPING_MUTATION``)."""
+    name = getattr(func, "__name__", "")
+    if not (name.endswith("_") and not name.startswith("__") or name.startswith("__i")) or not args or \
+            not isinstance(args[0], torch.Tensor):
+        return False
+    size, stride = args[0].shape, args[0].stride()
+    if not all(isinstance(v, int) for v in (*size, *stride)) or any(st == 0 for n, st in zip(size, stride) if n > 1):
+        return False
+    reach = 0  # walking the dims from the smallest stride up, each passes the reach of those below (sufficient)
+    for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
+        if st <= reach:
+            return _really_overlaps(size, stride)
+        reach += st * (n - 1)
+    return False
+
+
+def _really_overlaps(size, stride) -> bool:
+    """Two elements at one offset (counted; the sufficient test above says nothing for ``(3, 4)``/``(7, 2)``)."""
+    offsets = [0]
+    for n, st in zip(size, stride):
+        offsets = [o + i * st for o in offsets for i in range(n)]
+        if len(offsets) > 1 << 16:
+            return False  # too many to count: left to functionalization
+    return len(set(offsets)) < len(offsets)
+
+
+def _gapped_unfold(x, dimension: int, size: int, step: int):
+    """``x.unfold(dimension, size, step)`` as the same window through ``as_strided``, when the windows leave
+    elements of ``x`` out; else None (traced as ``unfold``).
+
+    [Note: unfold under functionalization]  An in-place op on a view is traced as the op on a copy, written back
+    into the base by the view's *inverse*; upstream's inverse of ``unfold`` is ``unfold_backward``, which is
+    zero where no window reads.  ``c.unfold(0, 2, 3).mul_(2)`` of a ``c`` of 7 elements zeroed elements 2, 5
+    and 6 (``torch.compile`` with ``aot_eager`` does too).  ``as_strided``'s inverse, ``as_strided_scatter``,
+    keeps them.  Only where the windows share no element (``step >= size``: eager may write those) and no two
+    elements of ``x`` share memory (``as_strided``'s gradient is taken over the storage: an expanded ``x``
+    would get another gradient); a window that covers every element keeps ``unfold``, which fuses better
+    (``as_strided`` needs its base in memory with eager's strides)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    from .reinplace import non_overlapping
+    if x.dim() == 0 or not isinstance(size, int) or not isinstance(step, int) or step < size:
+        return None
+    dim = dimension % x.dim()
+    n = x.shape[dim]
+    if all(isinstance(v, int) for v in (*x.shape, *x.stride())):
+        no_overlap = non_overlapping(x.shape, x.stride())
+    else:  # symbolic: asking more would specialise the sizes
+        no_overlap = torch._prims_common.is_non_overlapping_and_dense_or_false(x)
+    # a symbolic ``n`` with ``step == size`` keeps ``unfold`` unless it is known to leave a tail: asking would
+    # specialise ``x.unfold(0, 4, 4)``, and a gap there is only wrong if an in-place op writes through it
+    tail = known((n - size) % step != 0) if not isinstance(n, int) else (n - size) % step != 0
+    if known(n < size) or step == size and not tail or not no_overlap:
+        return None
+    shape, stride = list(x.shape), list(x.stride())
+    shape[dim], stride[dim] = (n - size) // step + 1, stride[dim] * step
+    return x.as_strided(shape + [size], stride + [x.stride(dim)], x.storage_offset())
 
 
 _SHIFTS = {torch.Tensor.__lshift__, torch.Tensor.__rshift__, torch.Tensor.__rlshift__, torch.Tensor.__rrshift__,

@@ -39,8 +39,7 @@ def _sym_size(x, dim):
 
 def _sym_stride(x, dim):
     """A stride as traced: ``split``/``chunk`` decompose to ``as_strided`` views whose strides read it off their
-    input, and the ``as_strided`` lowering lays that input out as traced ([Note: as_strided reads the traced
-    strides] in view_lowering.py)."""
+    input, and that input is laid out as eager lays it ([Note: as_strided reads eager's layout])."""
     return as_size(V.graph.current_node.meta["val"])
 
 
@@ -144,6 +143,35 @@ def _output_bases(gm: torch.fx.GraphModule) -> set:
     return bases
 
 
+# [Note: as_strided reads eager's layout]  ``as_strided(t, size, stride, offset)`` indexes ``t``'s *storage*, so
+# what it reads depends on how eager laid ``t`` (or, through views, the tensor that owns the storage) out:
+# functionalization replays a view whose chain it cannot name (``chunk(x.t() + 1, 1)[0]``) as ``as_strided`` of
+# the base with the base's eager strides.  We store a computed buffer row-major unless told otherwise, so
+# such a base is realised with eager's strides as soon as it is lowered -- Inductor's ``as_strided_ops`` rule
+# in ``GraphLowering.run_node``.  (A column-major ``x.t() + 1`` stored row-major was read transposed.)
+_AS_STRIDED_OPS = {torch.ops.aten.as_strided.default, torch.ops.prims.as_strided.default,
+                   torch.ops.aten.as_strided_scatter.default}
+
+
+def _is_view_output(node) -> bool:
+    """``getitem`` of a view op with several outputs (``split``, ``unbind``)."""
+    return isinstance(node, torch.fx.Node) and node.op == "call_function" and node.target is operator.getitem \
+        and _is_view_node(node.args[0])
+
+
+def _as_strided_bases(gm: torch.fx.GraphModule) -> set:
+    """The computed nodes whose storage an ``as_strided`` indexes (through any views of them)."""
+    bases = set()
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in _AS_STRIDED_OPS:
+            base = node.args[0]
+            while _is_view_node(base) or _is_view_output(base):  # ``split(t)[1]`` is a view of ``t``, too
+                base = base.args[0] if _is_view_node(base) else base.args[0].args[0]
+            if isinstance(base, torch.fx.Node) and base.op == "call_function":
+                bases.add(base)
+    return bases
+
+
 def _original_output_strides(gm: torch.fx.GraphModule) -> dict:
     """Output node -> the strides eager gives it, where recorded before decomposing (see ``_eager_stride``)."""
     recorded = gm.meta.get("original_output_strides") or []
@@ -185,6 +213,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.current_node: torch.fx.Node | None = None
         self.output_bases = _output_bases(gm)
         self.original_strides = _original_output_strides(gm)
+        self.as_strided_bases = _as_strided_bases(gm)
         devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
         cuda = [d for d in devices if d.type == "cuda"]
         self.device = cuda[0] if cuda else devices[0] if devices else torch.device("cpu")
@@ -230,7 +259,37 @@ class GraphLowering(torch.fx.Interpreter):
                 storage.realize(stride)  # before a consumer realises it row-major: [Note: outputs keep eager's strides]
             if storage is not None:
                 storage.mark_reuse(len(n.users))
+            if n in self.as_strided_bases:
+                result = self._with_eager_layout(n, result)
         return result
+
+    def _with_eager_layout(self, node: torch.fx.Node, result: TensorBox) -> TensorBox:
+        """``result`` as a buffer with exactly the strides eager gives ``node`` (an ``as_strided`` reads its
+        storage: [Note: as_strided reads eager's layout]); a copy when it was lowered to a view or realised
+        with other strides."""
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            return result
+        from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+        if known(val.numel() <= 1):  # (``known``: a symbolic compile must not specialise the sizes)
+            return result
+        if not known(val.storage_offset() == 0) or not torch._prims_common.is_non_overlapping_and_dense_or_false(val):
+            # no buffer of ours has that layout; raised here, outside any lowering, it runs the whole graph
+            # eagerly (a per-op fallback would run as_strided on our buffer, with its layout: a wrong answer)
+            raise NotImplementedError(f"as_strided of {node.target}'s output, whose eager layout is not dense")
+        stride = [as_size(s) for s in val.stride()]
+        storage = result.storage()
+        if result.data is storage and not storage.is_realized():
+            storage.realize(stride)
+            return result
+        buf = ir.unwrap_view_to_buffer(result)
+        if isinstance(buf, ir.Buffer) and buf.layout.offset == 0 and all(
+                a == b for a, b, n in zip(buf.layout.stride, stride, buf.layout.size) if n != 1):
+            return result
+        from .lowering import clone
+        copy = clone(result)
+        copy.storage().realize(stride)
+        return copy
 
     def placeholder(self, target, args, kwargs):
         example = self.example_inputs[self._placeholder_index]
@@ -337,15 +396,16 @@ class GraphLowering(torch.fx.Interpreter):
         gradients."""
         if not isinstance(value, TensorBox):
             return value
-        storage = value.storage()
-        if storage is None and (rv := ir.as_strided_layout(value)) is not None:
-            return TensorBox(rv)  # a view of an ``as_strided`` view (``x.chunk(3)[1].t()``): eager's view too
-        if value.data is storage or storage is None:
+        if not isinstance(value.data, ir.View):  # a buffer, or a strided window on one (``as_strided``)
             value.realize()
             return value
-        if is_view:  # eager returns a view of an intermediate: its strides, not a contiguous copy (AOTAutograd's
-            storage.realize()  # "output aliases an intermediate": the base is computed and the view regenerated)
-        rv = ir.as_strided_layout(value) if storage.is_realized() else None
+        # a view chain: of a StorageBox, or of an ``as_strided`` window (no StorageBox: ``storage()`` is None,
+        # and the window's buffer is realised already -- ``x.as_strided(...).unsqueeze(2)`` is such a chain)
+        storage = value.storage()
+        if is_view and storage is not None:  # eager returns a view of an intermediate: its strides, not a
+            storage.realize()  # contiguous copy (AOTAutograd's "output aliases an intermediate": the base is
+            # computed and the view regenerated)
+        rv = ir.as_strided_layout(value) if storage is None or storage.is_realized() else None
         if rv is not None:
             return TensorBox(rv)
         from .lowering import clone

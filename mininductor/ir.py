@@ -493,8 +493,8 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     ``ReinterpretView`` (strides = the coefficients); else None (the caller copies it into a fresh buffer)."""
     from .indexing import linear_stride
     inner = node
-    while isinstance(inner, (TensorBox, View, StorageBox, ReinterpretView)):  # a view of an ``as_strided`` view
-        inner = inner.data  # (``x.chunk(3)[1].t()``) reads the base buffer too
+    while isinstance(inner, (TensorBox, View, StorageBox, ReinterpretView)):  # a view of ``as_strided``'s window
+        inner = inner.data                                                    # reads the window's buffer
     if not isinstance(inner, Buffer) or isinstance(inner, FallbackKernel):
         return None
     size = node.get_size()

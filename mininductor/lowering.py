@@ -371,11 +371,27 @@ def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype) -> Callable:
     floating-point division has no error (inf or NaN), and a nonzero scalar divisor needs no check."""
     if is_float(compute) or device_of([a, b]).type != "cpu" or (isinstance(b, (int, float)) and b != 0):
         return op
+    if isinstance(b, ir.IRNode):
+        _check_every_divisor(a, b, compute)
+        return op
 
-    def checked(x, y):
+    def checked(x, y):  # a scalar divisor of 0: every quotient the kernel computes raises
         ops.device_assert_async(ops.ne(y, ops.constant(0, compute)), "ZeroDivisionError")
         return op(x, y)
     return checked
+
+
+def _check_every_divisor(a, b, compute: torch.dtype) -> None:
+    """Raise ``ZeroDivisionError`` if any element of the tensor ``b`` is 0: a separate ``all(b != 0)`` reduction
+    with the check in its epilogue (as ``aten._assert_async``).  Eager divides every element before a later op
+    drops some (``(a // b)[:2]``), so it checks all of ``b``; a check inside the division's kernel saw only the
+    quotients that kernel computes.  Where eager computes no quotient (an empty broadcast result), none."""
+    shape = broadcast_shapes([x.get_size() for x in (a, b) if isinstance(x, ir.IRNode)])
+    if any(s == 0 for s in shape):
+        return
+    from .reduction_lowering import make_reduction
+    nonzero = pointwise([b], lambda y: ops.ne(y, ops.constant(0, compute)), torch.bool, compute)
+    assert_async(make_reduction(nonzero, None, False, "all", torch.bool, torch.bool), "ZeroDivisionError")
 
 
 def _remainder_lowering(name: str) -> Callable:

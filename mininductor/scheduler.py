@@ -133,8 +133,10 @@ class SchedulerNode(BaseSchedulerNode):
             if run is None:
                 return None
             xdims = [d for d in range(len(sizes)) if d not in run]
-            if not run and not self.node.layout.is_contiguous():  # an output with eager's permuted strides:
-                stride = self.node.layout.stride  # walk it in memory order, so its store is contiguous
+            # an output with eager's permuted strides: walk it in memory order, so its store is contiguous (not
+            # a Scatter: it loops over its source, whose dims are not its buffer's)
+            if not run and not isinstance(data, ir.Scatter) and not self.node.layout.is_contiguous():
+                stride = self.node.layout.stride
                 xdims.sort(key=lambda d: -size_hint(stride[d]))
             xs, rs = [sizes[d] for d in xdims], [sizes[d] for d in run]
 

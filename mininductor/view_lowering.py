@@ -159,7 +159,6 @@ def view(x, size, *args):
 
 
 def _target():
-    from .virtualized import V
     return V.graph.current_node.target if V.graph is not None and V.graph.current_node is not None else None
 
 
@@ -235,7 +234,6 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
 def as_strided(x, size, stride, storage_offset=None):
     """Index the underlying storage directly: the input is realised first (its storage must exist)."""
     x.realize()
-    x = _with_traced_layout(x)
     buf = ir.unwrap_view_to_buffer(x)
     if not isinstance(buf, ir.Buffer):
         rv = ir.as_strided_layout(x)
@@ -251,32 +249,22 @@ def as_strided(x, size, stride, storage_offset=None):
     return TensorBox(ir.ReinterpretView(buf, layout))
 
 
-def _with_traced_layout(x):
-    """``x`` laid out as the trace saw it, which is what ``as_strided``'s strides and offset were computed from.
+@register_lowering(aten.unfold)
+def unfold(x, dim, size, step):
+    """``x.unfold(dim, size, step)``: the windows of ``size`` elements along ``dim``, ``step`` apart, in a new
+    last dim: ``[..., w, ..., k]`` reads ``x[..., w * step + k, ...]``."""
+    old = list(x.get_size())
+    if not old:  # a 0-d tensor is one window of its one element
+        return _view(x, [1], lambda index: [])
+    dim = dim % len(old)
+    new = list(old)
+    new[dim] = (old[dim] - size) // step + 1
 
-    [Note: as_strided reads the traced strides]  ``split``/``chunk`` decompose to ``x.as_strided(size,
-    x.stride(), offset)``: eager's strides of ``x``.  An intermediate is realised row-major here, but eager lays
-    out ``x.t() * 2`` like ``x.t()`` (column-major), so the pieces read the wrong elements: ``(x.t() * 2).chunk(2)``
-    returned wrong values (static shapes too).  Inductor realises an ``as_strided`` input with the traced strides
-    (``is_input_for_as_strided`` in its ``run_node``); we copy such an input into a buffer that has them, when our
-    strided window on it differs from the traced one.  Graph inputs always have the traced layout."""
-    node = V.graph.current_node.args[0] if V.graph.current_node is not None else None
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    buf = ir.unwrap_view_to_buffer(x)
-    if not isinstance(val, torch.Tensor) or isinstance(buf, ir.InputBuffer):
-        return x
-    rv = ir.as_strided_layout(x)
-    if rv is not None and isinstance(rv.data, ir.InputBuffer):
-        return x  # a view of a graph input: its strides and offset are the input's
-    traced = [as_size(st) for st in val.stride()]
-    if rv is not None and isinstance(buf, ir.Buffer) and val.storage_offset() == 0 and rv.layout.offset == 0 \
-            and all(sympy.expand(a - b) == 0 for a, b, n in zip(rv.layout.stride, traced, x.get_size()) if n != 1):
-        return x
-    from .lowering import clone
-    copy = clone(x)
-    copy.storage().realize(traced)
-    copy.storage().data.storage_offset = as_size(val.storage_offset())  # as_strided's offset counts from there
-    return copy
+    def reindex(index):
+        out = list(index[:-1])
+        out[dim] = index[dim] * step + index[-1]
+        return out
+    return _view(x, new + [size], reindex)
 
 
 @register_lowering(aten.flip, prims.rev)
@@ -321,6 +309,94 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
         return out
     return _view(x, [size[d] for d in keep] + [n], reindex)
 
+
+# ----------------------------------------------------------------------------------------- view scatters
+# ``diagonal_scatter`` and ``as_strided_scatter`` (the backwards of ``diagonal`` and ``as_strided``): a copy of
+# ``x``, then a ``Scatter`` kernel over ``src``'s elements that stores each where the view would read it.
+def _view_scatter(x, src, stride, target_index, flat: bool = False) -> TensorBox:
+    """``out = x.clone()`` laid out with ``stride``, then ``out[target_index(i)] = src[i]`` for every ``i`` of
+    ``src``; ``flat``: ``target_index`` gives an element offset into ``out``, not a multi-dim index."""
+    from .index_lowering import _scatter_buffer
+    from .lowering import clone, origins_of
+    from .virtualized import ops
+    target = clone(x)
+    target.storage().realize(stride)
+    target_buf = ir.unwrap_view_to_buffer(target)
+    dtype, loader = x.get_dtype(), src.make_loader()
+
+    def inner_fn(index):
+        value = loader(index)
+        return ops.to_dtype(value, dtype) if src.get_dtype() != dtype else value
+    indexer = (lambda index: index[0]) if flat else target_buf.layout.make_indexer()
+    node = ir.Scatter(x.get_device(), dtype, inner_fn, list(src.get_size()), target_buf.get_name(), indexer,
+                      target_index, None, origins=origins_of([src]) | target_buf.origins)
+    return _scatter_buffer(node, target_buf)
+
+
+def _eager_dense_stride(size) -> list | None:
+    """The strides eager gives this node's (fresh, dense) result, or None (row-major) when they are not dense."""
+    from .lowering import meta_val
+    val = meta_val()
+    if isinstance(val, torch.Tensor) and list(val.shape) == list(size) and \
+            torch._prims_common.is_non_overlapping_and_dense_or_false(val):
+        return [as_size(s) for s in val.stride()]
+    return None
+
+
+@register_lowering(aten.diagonal_scatter)
+def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    """``x`` with ``src`` written on the diagonal ``x.diagonal(offset, dim1, dim2)`` reads."""
+    nd = len(x.get_size())
+    dim1, dim2 = dim1 % nd, dim2 % nd
+    keep = [d for d in range(nd) if d not in (dim1, dim2)]
+
+    def target_index(index):
+        out = [None] * nd
+        for d, v in zip(keep, index):
+            out[d] = v
+        out[dim1] = index[-1] + max(-offset, 0)
+        out[dim2] = index[-1] + max(offset, 0)
+        return out
+    return _view_scatter(x, src, _eager_dense_stride(x.get_size()), target_index)
+
+
+def _reach(size, stride) -> int:
+    """The offset of a strided window's last element from its first."""
+    return sum((n - 1) * st for n, st in zip(size, stride))
+
+
+def _no_overlap(size, stride) -> bool:
+    """No two elements of a strided window share memory: walking its dims from the smallest stride up, each
+    stride passes the reach of the dims below it (sufficient; plain ints)."""
+    reach = 0
+    for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
+        if st <= reach:
+            return False
+        reach += st * (n - 1)
+    return True
+
+
+@register_lowering(aten.as_strided_scatter)
+def as_strided_scatter(x, src, size, stride, storage_offset=None):
+    """``x`` with ``src`` written where ``x.as_strided(size, stride, storage_offset)`` reads.  Eager clones ``x``
+    with its strides (``clone_preserve_strides``) and indexes that storage, so ``x`` must be a dense buffer
+    (with eager's layout: [Note: as_strided reads eager's layout]); the window must fit in it and not overlap
+    itself (eager's ``copy_`` refuses to write one memory location twice).  Else it falls back."""
+    x.realize()
+    buf = ir.unwrap_view_to_buffer(x)
+    if not isinstance(buf, ir.Buffer) or buf.layout.offset != 0:
+        raise NotImplementedError("as_strided_scatter of a view")
+    layout = buf.layout
+    numel, offset = product(layout.size), 0 if storage_offset is None else storage_offset - getattr(buf, "storage_offset", 0)
+    if any(is_symbolic(v) for v in [numel, offset, *size, *stride, *layout.size, *layout.stride]):
+        raise NotImplementedError("as_strided_scatter with symbolic sizes")
+    if not numel or not _no_overlap(layout.size, layout.stride) or _reach(layout.size, layout.stride) != numel - 1:
+        raise NotImplementedError("as_strided_scatter of an empty, overlapping or non-dense tensor")
+    if not _no_overlap(size, stride) or product(size) and not 0 <= offset <= offset + _reach(size, stride) < numel:
+        raise NotImplementedError("as_strided_scatter of a window that overlaps itself or leaves the tensor")
+    return _view_scatter(x, src, list(buf.layout.stride),
+                         lambda index: [offset + sum((i * st for i, st in zip(index, stride)), sympy.Integer(0))],
+                         flat=True)
 
 
 def _register_copy_variants() -> None:

@@ -119,7 +119,9 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 # As upstream's runtime wrappers (``gen_alias_from_base``), such an output is re-made *outside* the Function, as a
 # view (``as_strided``: same size, strides and storage offset) of a tensor autograd knows as an ordinary one:
 #   * the input it aliases (its gradient then flows to the input directly, as in eager; a view of a leaf that
-#     requires grad refuses in-place ops with eager's own error);
+#     requires grad refuses in-place ops with eager's own error) -- unless two elements of that input share
+#     memory (an ``expand``ed input): ``as_strided``'s gradient is taken over the storage, so ``x.select(1, 0)``
+#     of an ``x`` with stride 0 gave every element of ``x`` the gradient, where eager gives only column 0;
 #   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
 #   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
 #     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
@@ -165,7 +167,8 @@ class OutputAliasPlan:
     def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
         plan = OutputAliasPlan({}, [])
         inputs = {_storage_key(a): i for i, a in enumerate(args)
-                  if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs}
+                  if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs
+                  and _no_overlap(a)}
         plain = {_storage_key(o): j for j, (o, rg) in enumerate(zip(outs, requires_grad))
                  if rg and not o._is_view()}
         views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]

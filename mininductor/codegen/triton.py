@@ -439,8 +439,10 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         out-of-range indices]): an interpreted kernel checks in plain Python (``_check_values``, raising
         ``RuntimeError(message)``); a GPU kernel calls ``tl.device_assert``, a device-side assert like eager's
         ``CUDA_KERNEL_ASSERT``.  Lanes outside the kernel's masks (a padded block, the untaken side of
-        ``ops.masked``) are not checked.  Only what a kernel computes is checked: ``(a // b)[:2] + 1`` computes
-        two quotients, so a zero later in ``b`` goes unnoticed where eager (dividing everything) raises."""
+        ``ops.masked``) are not checked.  A kernel computes only what is used -- ``(a // b)[:2] + 1`` two
+        quotients -- where eager divides everything first, so a tensor divisor is checked whole, by a separate
+        ``all(b != 0)`` reduction (``lowering._check_every_divisor``; fused with the division when their sizes
+        agree)."""
         mask = self._mask(ok, self.r_node)
         if self.interpret:
             self.lines.append(f"_check_values({ok}, {mask}, {message!r})")

@@ -401,7 +401,7 @@ def test_symbolic_scan_kernel_indexes_with_the_size_symbol(tmp_path, monkeypatch
 def test_pieces_of_a_permuted_intermediate_read_its_traced_layout(dynamic):
     """``(x.t() * 2).chunk(2)``: the pieces are ``as_strided`` views with eager's strides of ``x.t() * 2``
     (column-major, like ``x.t()``), but the intermediate was realised row-major: wrong values, static shapes too
-    ([Note: as_strided reads the traced strides])."""
+    ([Note: as_strided reads eager's layout])."""
     def fn(x):
         return [c + 1 for c in (x.t() * 2).chunk(2, 0)] + [c * 3 for c in (x.t() * 2)[1:, ::2].chunk(2, 1)]
     _serve(fn, [(6, 5), (7, 5), (9, 5)], dynamic=dynamic, exact=True)

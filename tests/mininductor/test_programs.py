@@ -70,7 +70,7 @@ PROGRAMS = {
 
 
 # ops with no lowering (yet): they run eagerly inside the compiled graph
-FALLS_BACK = {"maxpool_fallback", "unfold"}
+FALLS_BACK = {"maxpool_fallback"}
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))

@@ -229,3 +229,65 @@ def test_inplace_on_an_overlapping_returned_view_still_raises():
     (x, w), _ = leaves(torch.randn(2, 2), torch.randn(2, 2))
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         compiled(x, w).zero_()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# View chains through as_strided, of expanded or column-major tensors, unfold and diagonal (training, view chains)
+# ---------------------------------------------------------------------------------------------------------------
+def _column_major(*shape):
+    return torch.randn(shape[::-1]).permute(*reversed(range(len(shape))))
+
+
+def _centred_chunk(x):
+    t = torch.chunk(x.unbind(1)[2] + 1, 1, 0)[0]  # traced as ``as_strided`` of the (column-major) sum
+    return t - t.mean()
+
+
+VIEW_CHAINS = {
+    # AOTAutograd re-makes the output, a view of the input, as ``as_strided``: a View over a ReinterpretView
+    "split_unsqueeze_squeeze": (lambda x: torch.split(x, 3, 2)[1].unsqueeze(2).squeeze(2),
+                                lambda: torch.randn(2, 3, 7), (0, 0)),
+    # its backward's as_strided_scatter is a Scatter kernel into a copy of the zeros
+    "as_strided_of_an_intermediate": (lambda x: x.sin().as_strided((2, 3), (1, 2)).unsqueeze(0).squeeze(0),
+                                      lambda: torch.randn(2, 3, 7), (1, 4)),
+    "select_of_an_expanded_input": (lambda x: x.select(1, 0).unsqueeze(-2),
+                                    lambda: torch.randn(3, 1).expand(3, 4), (0, 1)),
+    "chunk_of_a_column_major_intermediate": (_centred_chunk, lambda: _column_major(4, 3, 5), (1, 3)),
+    "unfold": (lambda x: x.unfold(1, 3, 2).sin(), lambda: torch.randn(3, 7), (1, 3)),
+    "diagonal": (lambda x: x.diagonal(1, 0, 1).exp(), lambda: torch.randn(4, 5), (1, 3)),
+}
+
+
+@pytest.mark.parametrize("name", VIEW_CHAINS)
+def test_view_chain_compiles_with_eager_values_and_gradients(name):
+    """Each ran (part of) a graph eagerly or gave a wrong answer before:
+
+    * ``split_unsqueeze_squeeze``, ``as_strided_of_an_intermediate``: a view of an ``as_strided`` window has no
+      StorageBox, and the output was returned as the bare View ("'View' object has no attribute 'get_name'":
+      the whole graph ran eagerly); now it is the strided window it is.
+    * ``select_of_an_expanded_input``: the output, a view of the input, was re-made as ``as_strided`` of an input
+      whose elements share memory (stride 0): ``as_strided``'s gradient, taken over the storage, gave every
+      element of ``x`` the gradient where eager gives only column 0.  Such an output stays the Function's.
+    * ``chunk_of_a_column_major_intermediate``: functionalization replays the chunk as ``as_strided`` of
+      ``x.unbind(1)[2] + 1`` with eager's (column-major) strides; we stored that sum row-major and read it
+      transposed: wrong values.  A node an ``as_strided`` reads keeps eager's strides.
+    * ``unfold``, ``diagonal``: ``unfold`` and the backwards' ``diagonal_scatter`` (and ``as_strided_scatter``)
+      fell back to ATen; they are lowered now.
+
+    Values, the strides of every dim that is not 1, and gradients against eager; kernels (forward, forward and
+    backward) and no fallback."""
+    fn, make, (forward_kernels, kernels) = VIEW_CHAINS[name]
+    base = make()
+    x, x_ref = base.detach().requires_grad_(), base.detach().requires_grad_()  # same strides as ``base``
+    out, ref = minidynamo.minicompile(fn, backend="inductor")(x), fn(x_ref)
+    assert_same(out, ref, atol=1e-5, rtol=1e-5)
+    assert [s for s, n in zip(out.stride(), out.shape) if n != 1] == \
+        [s for s, n in zip(ref.stride(), ref.shape) if n != 1]
+    assert metrics.generated_kernel_count == forward_kernels
+    tangent = torch.randn(ref.shape)
+    out.backward(tangent)
+    ref.backward(tangent)
+    assert_same(x.grad, x_ref.grad, atol=1e-5, rtol=1e-5)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert metrics.generated_kernel_count == kernels
+    assert frames_ok() == 1 and not minidynamo.counters["graph_break"]

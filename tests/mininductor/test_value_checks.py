@@ -57,27 +57,46 @@ def test_integer_division_by_zero_raises_like_eager(name):
 def test_division_checks_only_the_lanes_eager_computes():
     """A padded output's border (the untaken side of ``ops.masked``, whose loads read 0) and a reduction's
     padded lanes are not checked; ``where(b != 0, a // b, 0)`` still raises, as eager computes ``a // b``
-    everywhere first. ``minicompile`` goes the same way."""
+    everywhere first. The divisor's check is a reduction over ``b``: one kernel with the division, but for the
+    padded output (another size). ``minicompile`` goes the same way."""
     a, good, bad = torch.arange(1, 11), torch.arange(1, 11).flip(0), torch.arange(10) % 4
-    programs = [lambda a, b: F.pad(a // b, (2, 3)), lambda a, b: (a % b).sum(),
-                lambda a, b: torch.where(b != 0, a // b, 0)]
-    for fn in programs:
-        compiled = check(fn, a, good, kernels=1, fallbacks=0)
+    programs = [(lambda a, b: F.pad(a // b, (2, 3)), 2), (lambda a, b: (a % b).sum(), 1),
+                (lambda a, b: torch.where(b != 0, a // b, 0), 1)]
+    for fn, kernels in programs:
+        compiled = check(fn, a, good, kernels=kernels, fallbacks=0)
         _raises_like_eager(compiled, fn, a, bad)
     metrics.reset()
-    dynamo = minidynamo.minicompile(programs[0])
-    assert_same(dynamo(a, good), programs[0](a, good))
-    _raises_like_eager(dynamo, programs[0], a, bad)
-    assert (metrics.generated_kernel_count, metrics.fallback_count) == (1, 0)
+    dynamo = minidynamo.minicompile(programs[0][0])
+    assert_same(dynamo(a, good), programs[0][0](a, good))
+    _raises_like_eager(dynamo, programs[0][0], a, bad)
+    assert (metrics.generated_kernel_count, metrics.fallback_count) == (2, 0)
+
+
+SLICED_DIVISIONS = {
+    "slice": (lambda a, b: (a // b)[:2] + 1, 2),
+    "select": (lambda a, b: (a % b)[0] * 2, 1),  # one quotient: it fuses into the check's kernel
+    "broadcast_dividend": (lambda a, b: (a.view(1, 3) // b.view(3, 1))[:, :1], 2),
+    "same_size": (lambda a, b: torch.fmod(a, b) + 1, 1),  # the check fuses with the division
+}
 
 
 @cpu_only
-@pytest.mark.xfail(strict=True, reason="a fused slice computes two quotients only ([Note: value checks])")
-def test_a_zero_divisor_outside_a_fused_slice_is_not_seen():
-    """Eager divides every element, then slices; our kernel computes only the quotients the slice keeps."""
-    fn = lambda a, b: (a // b)[:2] + 1
-    compiled = compile_fn(fn, torch.tensor([4, 5, 6]), torch.tensor([1, 2, 3]))
-    _raises_like_eager(compiled, fn, torch.tensor([4, 5, 6]), torch.tensor([1, 2, 0]))
+@pytest.mark.parametrize("name", SLICED_DIVISIONS)
+def test_a_zero_divisor_outside_a_fused_slice_raises_like_eager(name):
+    """Eager divides every element, then slices; our kernel computes only the quotients the slice keeps, and
+    checked only those: ``(a // b)[:2] + 1`` returned a value for ``b = [1, 2, 0]``.  The whole divisor is now
+    checked by an ``all(b != 0)`` reduction -- in the division's kernel when their sizes agree."""
+    fn, kernels = SLICED_DIVISIONS[name]
+    a, good, bad = torch.tensor([4, 5, 6]), torch.tensor([1, 2, 3]), torch.tensor([1, 2, 0])
+    compiled = check(fn, a, good, kernels=kernels, fallbacks=0)
+    _raises_like_eager(compiled, fn, a, bad)
+
+
+@cpu_only
+def test_an_empty_division_checks_nothing():
+    """Eager computes no quotient of an empty result, so a zero divisor raises nothing there."""
+    fn = lambda a, b: a // b
+    check(fn, torch.zeros(0, 3, dtype=torch.long), torch.tensor([1, 0, 2]), fallbacks=0)
 
 
 def test_float_and_nonzero_scalar_divisions_have_no_check():

@@ -73,3 +73,28 @@ def test_index_put_and_index_add_scatter_kernels():
 def test_flip_reaching_an_output_and_a_matmul_is_copied():
     # a flip is a re-indexing with negative strides, which torch.as_strided cannot express
     check(lambda x: (x.flip(1), x[0].flip(0) @ x[0]), torch.randn(3, 7, 7))
+
+
+def test_unfold_is_a_view():
+    """``x.unfold(dim, size, step)`` re-indexes: ``[..., w, ..., k]`` reads ``x[..., w * step + k, ...]`` (it fell
+    back to ATen); one kernel per output shape."""
+    check(lambda x: (x.unfold(1, 3, 2) * 2, x.unfold(-1, 7, 1).sum(-1), x[0, 0].unfold(0, 2, 3) + 1,
+                     x[0, 0, 0].unfold(0, 1, 1) + 1), X, kernels=4, fallbacks=0)
+
+
+def test_as_strided_reads_its_base_with_eager_strides():
+    """``as_strided`` indexes its input's storage as eager laid it out ([Note: as_strided reads eager's layout]):
+    ``x.t() + 1`` is column-major in eager, and we stored it row-major, so the window read it transposed."""
+    check(lambda x: (x.t() + 1).as_strided((7, 6), (1, 7)) * 2, X[:, :, 0], fallbacks=0)
+    check(lambda x: (x.permute(2, 0, 1).exp().as_strided((3, 4), (6, 1), 2), x.sum()), X, fallbacks=0)
+
+
+def test_view_scatters_are_kernels():
+    """``diagonal_scatter`` and ``as_strided_scatter`` (the backwards of ``diagonal`` and ``as_strided``): a copy,
+    then a Scatter kernel over the source; an ``as_strided_scatter`` window starting before its (offset) input's
+    first element falls back, as the tensor's storage holds more than we know of."""
+    check(lambda x, s: torch.diagonal_scatter(x, s, 1, 0, 2), X, torch.randn(10, 6), kernels=2, fallbacks=0)
+    check(lambda x, s: torch.diagonal_scatter(x.transpose(0, 2) * 1, s, -2), X, torch.randn(6, 5), fallbacks=0)
+    check(lambda x, s: torch.as_strided_scatter(x * 2, s, (3, 4), (7, 2), 5), X, torch.randn(3, 4), kernels=2,
+          fallbacks=0)
+    check(lambda x, s: torch.as_strided_scatter(x, s, (3, 4), (7, 2), 5), X[1:], torch.randn(3, 4), fallbacks=1)
