@@ -275,20 +275,30 @@ def _warm_up_kernel() -> Any:
     import triton
     import triton.language as tl
 
-    interpreted = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "0"  # a compiled kernel, even where TRITON_INTERPRET=1 is set (the CPU tests)
-    try:
+    with _compiled_jit():
 
         @triton.jit
         def mininductor_warm_up(x_ptr, n, XBLOCK: tl.constexpr):
             i = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
             tl.store(x_ptr + i, tl.load(x_ptr + i, i < n) * 2.0, i < n)
-    finally:  # as runtime.interpret_mode does; not imported from there, because runtime imports torch
-        if interpreted is None:
+
+    return mininductor_warm_up
+
+
+@contextlib.contextmanager
+def _compiled_jit():
+    """``@triton.jit`` makes compiled functions inside, even where ``TRITON_INTERPRET=1`` is set (the CPU tests):
+    Triton reads the variable when a function is decorated.  As ``runtime.interpret_mode(False)`` does; not
+    imported from there, because ``runtime`` imports torch."""
+    prior = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "0"
+    try:
+        yield
+    finally:
+        if prior is None:
             os.environ.pop("TRITON_INTERPRET", None)
         else:
-            os.environ["TRITON_INTERPRET"] = interpreted
-    return mininductor_warm_up
+            os.environ["TRITON_INTERPRET"] = prior
 
 
 def _warm_up_quietly() -> None:
@@ -330,7 +340,8 @@ def _load_kernels(path: str, name: str) -> Any:
             kernels = f.read().split(WRAPPER_MARKER)[0]
         module = types.ModuleType(name)
         module.__file__ = path
-        exec(compile(kernels, path, "exec"), module.__dict__)  # noqa: S102 - our own generated code
+        with _compiled_jit():  # a worker compiles for the GPU
+            exec(compile(kernels, path, "exec"), module.__dict__)  # noqa: S102 - our own generated code
         sys.modules[name] = module
     return sys.modules[name]
 
