@@ -25,6 +25,7 @@ import numpy
 import torch
 
 from . import config, metrics
+from .compile_worker import interpret_mode  # torch-free, so a compile worker can use it too
 from .indexing import next_power_of_2
 
 
@@ -45,20 +46,6 @@ def ensure_layout(tensor, size, stride):
     out = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
     out.copy_(tensor)
     return out
-
-
-@contextlib.contextmanager
-def interpret_mode(enabled: bool):
-    """Set ``TRITON_INTERPRET`` while a module's ``@triton.jit`` decorators run (Triton reads it then)."""
-    prior = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
-    try:
-        yield
-    finally:
-        if prior is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = prior
 
 
 _STDLIB_SWAPS: list | None = None

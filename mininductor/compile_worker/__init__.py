@@ -275,7 +275,7 @@ def _warm_up_kernel() -> Any:
     import triton
     import triton.language as tl
 
-    with _compiled_jit():
+    with interpret_mode(False):  # a compiled kernel, even in the CPU tests
 
         @triton.jit
         def mininductor_warm_up(x_ptr, n, XBLOCK: tl.constexpr):
@@ -286,12 +286,12 @@ def _warm_up_kernel() -> Any:
 
 
 @contextlib.contextmanager
-def _compiled_jit():
-    """``@triton.jit`` makes compiled functions inside, even where ``TRITON_INTERPRET=1`` is set (the CPU tests):
-    Triton reads the variable when a function is decorated.  As ``runtime.interpret_mode(False)`` does; not
-    imported from there, because ``runtime`` imports torch."""
+def interpret_mode(enabled: bool):
+    """Set ``TRITON_INTERPRET`` while ``@triton.jit`` decorators run (Triton reads it then): compiled functions
+    with ``enabled=False`` even where ``TRITON_INTERPRET=1`` is set (the CPU tests).  Here rather than in
+    ``runtime`` (which uses it to load generated modules), because ``runtime`` imports torch and a worker must not."""
     prior = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "0"
+    os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
     try:
         yield
     finally:
@@ -340,7 +340,7 @@ def _load_kernels(path: str, name: str) -> Any:
             kernels = f.read().split(WRAPPER_MARKER)[0]
         module = types.ModuleType(name)
         module.__file__ = path
-        with _compiled_jit():  # a worker compiles for the GPU
+        with interpret_mode(False):  # a worker compiles for the GPU
             exec(compile(kernels, path, "exec"), module.__dict__)  # noqa: S102 - our own generated code
         sys.modules[name] = module
     return sys.modules[name]
