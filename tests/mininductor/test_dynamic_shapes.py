@@ -471,3 +471,23 @@ def test_a_fallback_view_keeps_its_input_alive():
 
     run_shapes(fn, lambda n, m: [torch.randn(n, m)], [(5, 3), (4, 16), (7, 6)], dynamic=True)
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+
+
+def test_an_output_that_views_an_input_is_a_view_at_every_size():
+    """``x.reshape(x.shape[1], x.shape[0])`` of a contiguous ``x`` is a view in eager: the caller's ``add_`` on it
+    writes ``x``.  The symbolic compile returned a copy (only static outputs were re-made as views of their
+    input: [Note: outputs that alias inputs]), so the write missed ``x``."""
+    def fn(x):
+        return x.reshape(x.shape[1], x.shape[0]), x.t()[1:]
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n, m in ((4, 16), (5, 3), (7, 6)):
+        x = torch.randn(n, m)
+        x_ref = x.clone()
+        outs, refs = compiled(x), fn(x_ref)
+        for out, ref in zip(outs, refs):
+            assert out.stride() == ref.stride() and out._base is x
+            out.add_(1)
+            ref.add_(1)
+        assert torch.equal(x, x_ref)
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0
