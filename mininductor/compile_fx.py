@@ -233,24 +233,53 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs: list, mode: str | None 
         return _regenerate_input_aliases(compiled, gm, example_inputs)
 
 
-def _input_aliases(gm: torch.fx.GraphModule) -> list[tuple[int, int, tuple, tuple, int]]:
+def _input_aliases(gm: torch.fx.GraphModule) -> list[tuple[int, int, tuple, tuple, object]]:
     """``(output leaf, input, size, stride, offset)`` for each output that eager returns as a view of an input,
-    read from Dynamo's fake values (``meta['example_value']``), static shapes only.  The offset is relative to
-    the input's: another call may pass a view that starts elsewhere in its storage."""
+    read from Dynamo's fake values (``meta['example_value']``).  The offset is relative to the input's: another
+    call may pass a view that starts elsewhere in its storage.  With symbolic sizes the entries are sympy
+    expressions, evaluated at each call from the inputs' sizes (``_size_bindings``); an output whose expressions
+    use a symbol no input size or stride is keeps the compiled copy."""
     from torch.multiprocessing.reductions import StorageWeakRef
     fake = lambda n: n.meta.get("example_value") if isinstance(n, torch.fx.Node) else None
     inputs = [fake(n) for n in gm.graph.find_nodes(op="placeholder")]
     storages = {StorageWeakRef(t.untyped_storage()): i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)}
+    bound = set(_size_bindings(inputs))
     out_node = next(iter(gm.graph.find_nodes(op="output")))
     aliases = []
     for leaf, node in enumerate(pytree.tree_leaves(out_node.args[0])):
         t = fake(node)
         i = storages.get(StorageWeakRef(t.untyped_storage())) if isinstance(t, torch.Tensor) else None
-        if i is None or inputs[i].dtype != t.dtype or any(isinstance(v, torch.SymInt) for v in (
-                *t.shape, *t.stride(), t.storage_offset(), inputs[i].storage_offset())):
+        if i is None or inputs[i].dtype != t.dtype:
             continue
-        aliases.append((leaf, i, tuple(t.shape), t.stride(), t.storage_offset() - inputs[i].storage_offset()))
+        size, stride = tuple(_expr(v) for v in t.shape), tuple(_expr(v) for v in t.stride())
+        offset = _expr(t.storage_offset()) - _expr(inputs[i].storage_offset())
+        free = set().union(*(getattr(e, "free_symbols", set()) for e in (*size, *stride, offset)))
+        if free <= bound:
+            aliases.append((leaf, i, size, stride, offset))
     return aliases
+
+
+def _expr(v):
+    """A size as a sympy expression (a plain int stays an int)."""
+    return v.node.expr if isinstance(v, torch.SymInt) else v
+
+
+def _size_bindings(inputs: list) -> dict:
+    """``{symbol: read}``: each symbol that is itself some input's size, stride or int value, and how to read it
+    from that call's arguments."""
+    import sympy
+    bindings: dict = {}
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.SymInt) and isinstance(t.node.expr, sympy.Symbol):
+            bindings.setdefault(t.node.expr, lambda args, i=i: int(args[i]))
+        if not isinstance(t, torch.Tensor):
+            continue
+        for d, (s, st) in enumerate(zip(t.shape, t.stride())):
+            if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                bindings.setdefault(s.node.expr, lambda args, i=i, d=d: args[i].shape[d])
+            if isinstance(st, torch.SymInt) and isinstance(st.node.expr, sympy.Symbol):
+                bindings.setdefault(st.node.expr, lambda args, i=i, d=d: args[i].stride(d))
+    return bindings
 
 
 def _regenerate_input_aliases(compiled: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
@@ -258,18 +287,31 @@ def _regenerate_input_aliases(compiled: Callable, gm: torch.fx.GraphModule, exam
     eager: writing to ``y`` later writes ``x``.  The functional graph computes ``y``'s values into a buffer of
     its own (and copies them back into ``x``), so the output is re-made as a view of the input after the call,
     as upstream's runtime wrapper does (``gen_alias_from_base``; here always ``as_strided``).  Inference only:
-    a training graph's outputs carry autograd history of their own."""
+    a training graph's outputs carry autograd history of their own.  With symbolic sizes too: a symbolic
+    ``x.reshape(x.shape[1], x.shape[0])`` returned a copy, and the caller's ``out.add_(1)`` missed ``x``."""
     aliases = [] if is_training(example_inputs) else _input_aliases(gm)
     if not aliases:
         return compiled
+    bindings = _size_bindings([n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")])
+
+    def evaluate(e, args, values):
+        if isinstance(e, int) or not getattr(e, "free_symbols", None):
+            return int(e)
+        for sym in e.free_symbols:
+            if sym not in values:
+                values[sym] = bindings[sym](args)
+        return int(e.xreplace(values))
 
     def with_aliases(*args):
         leaves, spec = pytree.tree_flatten(compiled(*args))
+        values: dict = {}
         for leaf, i, size, stride, offset in aliases:
             base = args[i]
             if isinstance(leaves[leaf], torch.Tensor) and isinstance(base, torch.Tensor) and \
                     leaves[leaf].untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
-                leaves[leaf] = base.as_strided(size, stride, base.storage_offset() + offset)
+                leaves[leaf] = base.as_strided([evaluate(e, args, values) for e in size],
+                                               [evaluate(e, args, values) for e in stride],
+                                               base.storage_offset() + evaluate(offset, args, values))
         return pytree.tree_unflatten(leaves, spec)
 
     return with_aliases

@@ -14,6 +14,7 @@ Welford reduction for both outputs) -- is not listed.
 from __future__ import annotations
 
 import functools
+import sys
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
@@ -277,6 +278,8 @@ def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1)
     from torch.fx.experimental.symbolic_shapes import statically_known_true as known
     dim = canonicalize_dim(input.ndim, dim)
     dim_size = input.shape[dim]
+    if isinstance(end, int) and end >= sys.maxsize:
+        end = None  # ``x[::2]``'s backward slices to ``sys.maxsize``: clamping it to ``s77`` guarded ``s77 < 2**63 - 1``
     start, end = _normalize_start_end(input, dim, start, end)
     src_size = list(input.shape)
     src_size[dim] = (end - start + (step - 1)) // step

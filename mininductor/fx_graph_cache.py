@@ -45,11 +45,42 @@ def cache_key(gm: torch.fx.GraphModule, example_inputs: list, changes: dict) -> 
     # the loop index of the tutorial MoE is ``s10`` in every expert's graph, and the compile serves all of them
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     inputs = [_input_text(_graph_example(n, x)) for n, x in zip(placeholders, example_inputs)]
+    shapes = _shape_facts(gm, example_inputs)
     # a symbolic graph (served per size) and its static specialisations for one size are different compiles
     state = (is_symbolic_graph(gm, example_inputs), torch.is_grad_enabled(), torch.get_default_dtype(),
              torch.is_autocast_enabled("cpu"), torch.is_autocast_enabled("cuda"), sorted(changes.items()),
              _config_state())
-    return f"{graph}\n{inputs}\n{state!r}"
+    return f"{graph}\n{inputs}\n{shapes}\n{state!r}"
+
+
+def _shape_facts(gm: torch.fx.GraphModule, example_inputs: list) -> tuple:
+    """What the translation knew about the symbols: every node's example value (sizes as expressions) and the
+    ``ShapeEnv``'s guards.
+
+    [Note: a symbolic graph's key holds its guards]  Two translations can record the same graph under different
+    guards: ``x[::2].chunk(2)[0]`` first met with 2 rows (``(s77 + 1)//2 == 1``: one piece, the whole tensor) and
+    then with 33 (two pieces) is ``getitem(chunk(getitem(x, ::2), 2), 0)`` both times, but the piece is
+    ``(s77 + 1)//2`` rows in the first and ``((s77 + 1)//2 + 1)//2`` in the second.  Keyed by the graph alone, the
+    second call reused the first compile and returned 17 rows where eager returns 9.  Upstream's FxGraphCache
+    stores the guards a compile relied on and checks them on lookup; ours keys on them."""
+    if not is_symbolic_graph(gm, example_inputs):
+        return ()
+    values = tuple(_value_text(n.meta.get("example_value")) for n in gm.graph.nodes)
+    fakes = [n.meta.get("example_value") for n in gm.graph.nodes if n.op == "placeholder"]
+    shape_env = next((v.node.shape_env if isinstance(v, torch.SymInt) else v.fake_mode.shape_env for v in fakes
+                      if isinstance(v, torch.SymInt) or getattr(v, "fake_mode", None) is not None), None)
+    guards = tuple(sorted(str(g.expr) for g in shape_env.guards)) if shape_env is not None else ()
+    return values, guards
+
+
+def _value_text(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_value_text(v) for v in value)
+    if isinstance(value, torch.Tensor):
+        return _input_text(value)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return str(value)
+    return type(value).__name__
 
 
 def _config_state() -> tuple:

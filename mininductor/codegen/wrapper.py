@@ -366,6 +366,28 @@ class _Raw(str):
         return str(self)
 
 
+def _read_by_a_view_fallback(buffers) -> set[str]:
+    """Buffers read by an ATen fallback whose result may alias its input (``as_strided``, ``diagonal``: the
+    schema's ``Tensor(a)`` return): their memory lives on in that view.
+
+    [Note: a fallback's view keeps its input's memory]  In ``torch.cat(t.chunk(2)[::-1]).view(-1)[:n]...`` with
+    symbolic sizes the pieces are ``as_strided`` fallbacks of a buffer; after the fallback, nothing *named* reads
+    the buffer, so the planner handed its memory to the next output of the same layout, and the kernel writing that
+    output read the pieces through it (wrong values from the second size on).  Upstream's FallbackKernel records
+    the inputs its outputs alias (``alias_names``) and its memory planning never reuses them."""
+    names = set()
+    for buf in buffers:
+        op = getattr(buf, "op", None)
+        if not isinstance(buf, ir.FallbackKernel) or not isinstance(op, torch._ops.OpOverload):
+            continue
+        if any(r.alias_info is not None for r in op._schema.returns):
+            for inp in buf.inputs:
+                inner = ir.unwrap_view_to_buffer(inp)
+                if hasattr(inner, "get_name"):
+                    names.add(inner.get_name())
+    return names
+
+
 class _MemoryPlanner:
     """Frees buffers after their last reader and reuses a freed buffer with an identical layout."""
 
@@ -384,6 +406,7 @@ class _MemoryPlanner:
         self.aliased = {b.data.target for b in scatters}
         # a scatter into a graph input (reinplace.py) *is* that input: its memory is the caller's
         self.aliased |= {b.get_name() for b in scatters if b.data.target in wrapper.graph.graph_inputs}
+        self.aliased |= _read_by_a_view_fallback(wrapper.graph.buffers)
         self.last_use: dict[str, int] = {}
         for k, node in enumerate(wrapper.scheduler.nodes):
             for name in node.read_names | node.get_names():

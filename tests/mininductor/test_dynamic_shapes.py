@@ -445,3 +445,49 @@ def test_views_of_pieces_stay_views_of_the_input(dynamic):
             fn(x_ref).add_(1)
             assert torch.equal(x, x_ref) and out._base is not None
     assert metrics.fallback_count == 0 and metrics.specialisations == 0, metrics.fallback_ops
+
+
+def test_same_graph_under_other_guards_is_another_compile():
+    """``x[::2].chunk(2)[0]`` records the same FX graph at 2 rows (one 1-row piece: the whole of ``x[::2]``) and at
+    33 rows (two pieces); only the guards and the traced sizes differ.  FxGraphCache keyed by the graph alone
+    reused the first compile for the second entry: 17 rows where eager returns 9 ([Note: a symbolic graph's key
+    holds its guards])."""
+    def fn(x):
+        return x[::2].chunk(2, 0)[0]
+
+    run_shapes(fn, lambda n: [torch.randn(n, 4)], [(2,), (33,), (7,), (5,), (11,)], dynamic=True)
+    assert frames_ok() == 2 and metrics.symbolic_compiles == 2 and metrics.fx_graph_cache_hits == 0
+    assert metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def test_a_fallback_view_keeps_its_input_alive():
+    """The pieces of ``chunk`` with symbolic sizes are ``as_strided`` fallbacks of one buffer; the kernel of
+    ``cat`` reads them and writes a buffer of that buffer's layout.  The planner handed the buffer's memory to
+    that output (nothing named read it after the fallbacks), so the kernel overwrote what it still had to read:
+    wrong values at 16 x 4 after 3 x 5 ([Note: a fallback's view keeps its input's memory])."""
+    def fn(x):
+        t = torch.cat(x.reshape(x.shape[1], x.shape[0]).chunk(2, 0)[::-1], 0)
+        return t.view(-1)[: t.shape[0]].unsqueeze(1) * t
+
+    run_shapes(fn, lambda n, m: [torch.randn(n, m)], [(5, 3), (4, 16), (7, 6)], dynamic=True)
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+
+
+def test_an_output_that_views_an_input_is_a_view_at_every_size():
+    """``x.reshape(x.shape[1], x.shape[0])`` of a contiguous ``x`` is a view in eager: the caller's ``add_`` on it
+    writes ``x``.  The symbolic compile returned a copy (only static outputs were re-made as views of their
+    input: [Note: outputs that alias inputs]), so the write missed ``x``."""
+    def fn(x):
+        return x.reshape(x.shape[1], x.shape[0]), x.t()[1:]
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n, m in ((4, 16), (5, 3), (7, 6)):
+        x = torch.randn(n, m)
+        x_ref = x.clone()
+        outs, refs = compiled(x), fn(x_ref)
+        for out, ref in zip(outs, refs):
+            assert out.stride() == ref.stride() and out._base is x
+            out.add_(1)
+            ref.add_(1)
+        assert torch.equal(x, x_ref)
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0

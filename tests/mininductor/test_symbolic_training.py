@@ -338,3 +338,16 @@ def test_cumprod_training_specialises_because_its_backward_reads_the_size():
         _train_step(compiled, f, torch.randn(b, 6, requires_grad=True), w)
     assert metrics.symbolic_compiles == 0 and metrics.specialisations >= 2
     assert "specialised a size" in metrics.symbolic_fallbacks[0]
+
+
+def _step_slices(x):
+    return x[::2].sin(), x[1:] * 2
+
+
+def test_the_backward_of_a_step_slice_compiles_symbolically():
+    """``x[::2]``'s backward is ``slice_scatter(..., end=sys.maxsize)``; clamping that end to ``s77`` asked
+    ``s77 < 2**63 - 1``, a guard, and every row count compiled its own static graph."""
+    compiled = minidynamo.minicompile(_step_slices, dynamic=True)
+    for n in (16, 5, 33, 4):
+        _train_step(compiled, _step_slices, torch.randn(n, 3, requires_grad=True))
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
