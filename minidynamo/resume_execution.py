@@ -217,13 +217,14 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
     """Map each offset of a resume function's body to the offset of the same instruction in ``orig``.
 
     The body is a one-for-one copy of ``orig`` (dead instructions became NOPs) after a prologue of
-    ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ.
+    ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ.  The offset of an
+    ``EXTENDED_ARG`` prefix maps too ([Note: offsets of EXTENDED_ARG]): a jump in the copy may need a prefix that
+    the original did not, and a break before that jump continues at the prefix.
     """
-    def real(code):
-        return [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
-    old, new = real(orig), real(resume)
+    old, _ = real_instructions(orig)
+    new, new_index = real_instructions(resume)
     skip = len(new) - len(old)
-    return dict(zip(new[skip:], old))
+    return {offset: old[k - skip].offset for offset, k in new_index.items() if k >= skip}
 
 
 def enclosing_loop_variables(code: types.CodeType, offset: int) -> frozenset[str]:

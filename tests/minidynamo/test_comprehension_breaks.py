@@ -369,3 +369,32 @@ def test_the_ranges_of_inlined_comprehensions():
     assert w.assigned_in_loop == {"t"} and w.result_stores == {"r"}
     (d,) = inlined_comprehensions(deleted_then_read.__code__)
     assert "w" in d.reads and "w" not in d.unchecked_reads  # LOAD_FAST_CHECK: maybe deleted
+
+
+# --- a break in a resume function before a jump that needs EXTENDED_ARG ---------------------------------------------
+def brk(t):
+    minidynamo.graph_break()
+    return t + 1
+
+
+def loop_of_comprehensions(x, y, log):
+    a = x.sin()
+    b = y * 2
+    for _ in range(1):
+        a = torch.cat([a, torch.stack([(v + len([u for u in a if u.item() > 0])) for v in a] + [a.sum()])]).sum() + a
+        v = b.cos()
+        r = [brk(v) for v in (u + 1 for u in a) if v > 0]
+        a = a + v + len(r)
+        a = torch.where(a > 0, torch.stack([(v + (w := v * 2)) for v in a * 2][:1] * 4), b * 3)  # noqa: F841
+        if a.sum() > 3:  # a break here continues at the loop's jump back: behind an EXTENDED_ARG in the resume code
+            break
+    return a, b
+
+
+def test_a_break_before_a_jump_with_an_extended_arg_in_a_resume_function():
+    """The resume function's copy of the loop is longer (its prologue), so its jump back needs an ``EXTENDED_ARG``
+    the original did not; a break just before that jump continues at the prefix's offset, which must map back to
+    the original offset (an internal KeyError before: the frame ran eagerly)."""
+    graphs, breaks = (3, 4) if PY312 else (8, 19)
+    check_against_eager(loop_of_comprehensions, X, torch.tensor([0.5, 0.25, -1.0, 2.0]), [], graphs=graphs,
+                        breaks=breaks, calls=2)
