@@ -129,7 +129,13 @@ class VariableBuilder:
             return DictVariable({k: VariableBuilder(self.tx, GetItemSource(src, k))(v) for k, v in value.items()},
                                 source=src)
         if isinstance(value, (set, frozenset)) and all(is_constant_value(v) for v in value):
-            self.guard("EQUALS_MATCH", value)
+            # [Note: a set's guard holds a copy]  The guard keeps the value it compares with; kept by reference,
+            # a set the frame goes on to fill (a comprehension's set, handed to the loop's resume function) changed
+            # with it, so the guard passed for any later contents and the entry rebuilt the set it was traced
+            # with: ``{v.item() for v in ...}`` after a break lost its later elements (a wrong answer on 3.11,
+            # fuzz of the break paths).  The type is guarded too: ``{1} == frozenset({1})``.
+            self.guard("TYPE_MATCH", type(value))
+            self.guard("EQUALS_MATCH", type(value)(value))
             return SetVariable([ConstantVariable(v) for v in value], type(value), source=src)
         if isinstance(value, range):
             self.guard("EQUALS_MATCH", value)
