@@ -217,7 +217,8 @@ def _counts(minidynamo, mininductor) -> dict:
     return {"graphs": c["stats"]["unique_graphs"], "recompiles": c["recompiles"]["total"],
             "graph_breaks": sum(c["graph_break"].values()), "fx_graph_cache_hits": m.fx_graph_cache_hits,
             "kernels": m.generated_kernel_count, "aten_fallbacks": m.fallback_count,
-            "worker_compiles": m.compile_worker_jobs, "worker_failures": m.compile_worker_failures}
+            "worker_compiles": m.compile_worker_jobs, "worker_failures": m.compile_worker_failures,
+            "static_launcher_kernels": m.static_launcher_kernels, "triton_launcher_kernels": m.triton_launcher_kernels}
 
 
 def _time_triton_compile() -> list:

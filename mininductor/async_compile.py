@@ -16,7 +16,8 @@ long as the slowest few.
 
 How: ``fn.warmup(*signature, grid=..., **config)`` runs Triton's launch path without launching: it binds the
 arguments, computes the specialization key, compiles and stores the kernel in ``fn``'s cache; then the worker
-loads the binary on the device (``_init_handles``), which the first launch would otherwise do.  A dtype stands for a
+loads the binary on the device (for ``static_cuda_launcher``, else Triton's ``_init_handles``), which the first
+launch would otherwise do.  A dtype stands for a
 tensor (Triton wraps it in a ``MockTensor``: a null pointer, so 16-byte aligned, as the caching allocator's tensors
 are), ints are the real sizes, so the key is the one the real launch computes and that launch finds the kernel
 compiled.  Should a launch differ (a misaligned view), it compiles its own variant, as before: results cannot change.
@@ -42,7 +43,7 @@ from typing import Any
 import sympy
 import torch
 
-from . import compile_worker, config
+from . import compile_worker, config, static_cuda_launcher
 from .compile_worker import CompileJob
 from .indexing import is_symbolic
 
@@ -159,7 +160,10 @@ def _compile_variant(launcher: Any, signature: list, cfg: dict, device: int | No
 def _warmup(launcher: Any, signature: list, cfg: dict, device: int | None = None) -> None:
     with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
         kernel = launcher.fn.warmup(*signature, grid=(1,), **cfg)
-        # loading the binary and building its launcher (a C module on some Triton versions) are lazy too
+        # loading the binary is lazy too: load it for our launcher, or else let Triton load it and build its own
+        # launcher (a C module per argument signature on Triton 3.6)
+        if config.static_cuda_launcher and kernel is not None and static_cuda_launcher.load(kernel) is not None:
+            return
         init = getattr(kernel, "_init_handles", None)
         if callable(init):
             init()

@@ -37,6 +37,10 @@ compile_worker_errors: list = []
 # Tensors copied into or out of a CUDA graph's static buffers by its replays (runtime.CudaGraphRunner): inputs
 # recorded in place -- parameters, buffers, other recordings' outputs -- are never copied.
 cudagraph_input_copies: int = 0
+# GPU kernel variants launched through our ctypes launcher (static_cuda_launcher.py), and those that took Triton's
+# own launcher (built as a C module per argument signature on Triton 3.6), each counted at its first launch.
+static_launcher_kernels: int = 0
+triton_launcher_kernels: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -64,10 +68,10 @@ def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
     global symbolic_compiles, fx_graph_cache_hits, compile_worker_jobs, compile_worker_failures
-    global cudagraph_input_copies
+    global cudagraph_input_copies, static_launcher_kernels, triton_launcher_kernels
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
     symbolic_compiles = fx_graph_cache_hits = compile_worker_jobs = compile_worker_failures = 0
-    cudagraph_input_copies = 0
+    cudagraph_input_copies = static_launcher_kernels = triton_launcher_kernels = 0
     compile_worker_errors.clear()
     from . import fx_graph_cache
     fx_graph_cache.clear()  # counts start from an empty cache

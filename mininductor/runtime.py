@@ -24,7 +24,7 @@ from typing import Any
 import numpy
 import torch
 
-from . import config, metrics
+from . import config, metrics, static_cuda_launcher
 from .compile_worker import interpret_mode  # torch-free, so a compile worker can use it too
 from .indexing import next_power_of_2
 
@@ -286,6 +286,12 @@ class KernelLauncher:
                         raise e.__cause__ from None  # raise what eager raises
                     raise
         else:
+            if config.static_cuda_launcher:  # compile (or find) the kernel without launching, launch it ourselves
+                kernel = self.fn.warmup(*args, grid=grid, **meta)
+                direct = DirectLauncher.make(self.fn, kernel, cfg, args, grid)
+                if direct is not None and direct.static is not None:
+                    direct.launch(args, grid)
+                    return kernel
             return self.fn[grid](*args, **meta)  # the compiled kernel (Triton 3.x returns it)
         return None
 
@@ -307,6 +313,10 @@ class KernelLauncher:
             direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
             if direct is not None and len(self._direct) < 64:
                 self._direct[specialization_key(args)] = direct
+                if direct.static is not None:
+                    metrics.static_launcher_kernels += 1
+                else:
+                    metrics.triton_launcher_kernels += 1
 
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
@@ -399,20 +409,24 @@ class ReductionKindChoice:
 
 
 class DirectLauncher:
-    """Launch an already compiled Triton kernel through its binary's launcher.
+    """Launch an already compiled Triton kernel without going through ``JITFunction.run``.
 
     [Note: direct launch]  ``fn[grid](*args)`` goes through ``JITFunction.run``: bind the arguments, compute the
     specialization key (which pointers are 16-byte aligned, which ints are 1 or divisible by 16, which need 64
     bits), look the kernel up, then call ``kernel.run``.  After a launch we keep the compiled kernel under that
-    key (``specialization_key``, our cheaper copy of Triton's rule) and later calls with the same key call
-    ``kernel.run`` ourselves -- as Inductor's ``CachingAutotuner`` does.  A static kernel's grid never changes; a
-    symbolic kernel's grid comes from each call's numels, so one binary serves every size of the same key (the
-    tutorial MoE's per-expert kernels see 1-4 rows).  A call with a new key (a misaligned view, a size that is now
-    divisible by 16) takes the slow path once and adds its binary.  On the MoE this halves the host time of a
+    key (``specialization_key``, our cheaper copy of Triton's rule) and later calls with the same key launch it
+    directly -- as Inductor's ``CachingAutotuner`` does.  A static kernel's grid never changes; a symbolic kernel's
+    grid comes from each call's numels, so one binary serves every size of the same key (the tutorial MoE's
+    per-expert kernels see 1-4 rows).  A call with a new key (a misaligned view, a size that is now divisible by
+    16) takes the slow path once and adds its binary.
+
+    The launch itself is ours (``static_cuda_launcher``: one ``cuLaunchKernel`` through ctypes) where the kernel
+    allows it and every tensor argument is on the kernel's device; otherwise, and whenever a profiler has set
+    Triton's launch hooks, it is Triton's ``kernel.run``.  On the MoE direct launches halve the host time of a
     launch (bench/overhead.py).
     """
 
-    __slots__ = ("constexprs", "device", "grid", "hooks", "kernel", "stream_of")
+    __slots__ = ("constexprs", "device", "grid", "hooks", "kernel", "static", "stream_of")
 
     @staticmethod
     def make(fn, kernel, cfg: dict, args, grid: tuple) -> DirectLauncher | None:
@@ -420,14 +434,15 @@ class DirectLauncher:
             from triton.runtime import driver
             names = list(fn.arg_names)
             constexprs = [cfg[name] for name in names[len(args):]]
-            if len(names) != len(args) + len(constexprs) or not all(
-                    hasattr(kernel, a) for a in ("run", "function", "packed_metadata", "launch_metadata")):
+            # ``run`` is looked up on the class: reading it on the kernel builds Triton's launcher
+            if len(names) != len(args) + len(constexprs) or not hasattr(type(kernel), "run") or not all(
+                    hasattr(kernel, a) for a in ("function", "packed_metadata", "launch_metadata")):
                 return None  # an unknown Triton: keep the general path
-            return DirectLauncher(kernel, grid, constexprs, driver.active)
+            return DirectLauncher(kernel, grid, constexprs, driver.active, args)
         except Exception:  # noqa: BLE001 - an optimisation only: any surprise keeps the general path
             return None
 
-    def __init__(self, kernel, grid, constexprs, active_driver) -> None:
+    def __init__(self, kernel, grid, constexprs, active_driver, args) -> None:
         from triton import knobs
         self.kernel = kernel
         self.grid = (*grid, 1, 1)[:3]  # always three dimensions, as kernel.run takes them
@@ -435,6 +450,9 @@ class DirectLauncher:
         self.device = active_driver.get_current_device()
         self.stream_of = active_driver.get_current_stream
         self.hooks = knobs.runtime  # read at each launch: a profiler may set launch hooks at any time
+        on_device = all(a.is_cuda and a.get_device() == self.device for a in args if isinstance(a, torch.Tensor))
+        self.static = static_cuda_launcher.make(kernel, self.device) \
+            if config.static_cuda_launcher and on_device else None
 
     def launch(self, args, grid: tuple) -> None:
         k = self.kernel
@@ -442,6 +460,9 @@ class DirectLauncher:
         stream = self.stream_of(self.device)
         enter, exit_ = _hook(self.hooks.launch_enter_hook), _hook(self.hooks.launch_exit_hook)
         bound = args + self.constexprs
+        if self.static is not None and enter is None and exit_ is None:
+            self.static.launch(bound, (g0, g1, g2), stream)
+            return
         metadata = k.launch_metadata((g0, g1, g2), stream, *bound) \
             if enter is not None or exit_ is not None else None
         k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)

@@ -40,6 +40,8 @@ def check(fn, *args, atol=1e-5, rtol=1e-5, kernels=None, fallbacks=0, externs=No
             assert_same(actual, expected, atol, rtol)
             for mine, theirs in zip(our_args, eager_args):
                 assert_same(mine, theirs, atol, rtol)
+    if DEVICE == "cuda" and config.static_cuda_launcher:  # every kernel launched by static_cuda_launcher.py
+        assert metrics.triton_launcher_kernels == 0, compiled.source
     if kernels is not None:
         assert metrics.generated_kernel_count == kernels, compiled.source
     if fallbacks is not None:

@@ -1,0 +1,164 @@
+"""``static_cuda_launcher``: the parameter layout and packing, on the CPU with a stand-in driver (the bytes a
+launch hands ``cuLaunchKernel`` are read back from the real ctypes buffer); on a GPU
+(``MININDUCTOR_TEST_DEVICE=cuda``), real kernels launched through it agree with eager and Triton builds no launcher
+of its own."""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import types
+
+import pytest
+import torch
+
+import minidynamo
+from mininductor import config, metrics
+from mininductor import static_cuda_launcher as scl
+
+from .utils import DEVICE, check
+
+POINTWISE = {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
+
+
+def test_layout_skips_constexprs_and_fills_tritons_trailing_pointers():
+    # two trailing 8-byte parameters (Triton's scratch pointers) are passed as NULL
+    slots, fmt = scl.param_layout(POINTWISE, [8, 8, 4, 8, 8])
+    assert slots == [(0, True), (1, True), (2, False)]
+    assert struct.calcsize(fmt) == 5 * 8
+    # an int argument Triton specialized because it was 1 is a constexpr: not a parameter
+    slots, _ = scl.param_layout({"a": "*i64", "n": "constexpr", "m": "i64", "s": "fp32"}, [8, 8, 4])
+    assert slots == [(0, True), (2, False), (3, False)]
+
+
+@pytest.mark.parametrize("signature, sizes", [
+    (POINTWISE, [8, 8, 8]),  # the driver says xnumel is 8 bytes: we disagree, so Triton launches it
+    (POINTWISE, [8, 8]),  # fewer parameters than arguments
+    ({"x": "*fp16", "s": "fp16"}, [8, 2]),  # a half-precision scalar: left to Triton
+    ({"x": "*fp32", "t": ("i32", "i32")}, [8, 4, 4]),  # a tuple argument
+    ({"d": "tensordesc<fp32[16, 16]>"}, [128]),  # a tensor descriptor
+])
+def test_layout_refuses_what_it_does_not_handle(signature, sizes):
+    assert scl.param_layout(signature, sizes) is None
+
+
+class StandInDriver:
+    """The part of libcuda a launch uses: records each ``cuLaunchKernel`` with the parameter bytes it got."""
+
+    def __init__(self, result: int = 0):
+        self.result, self.launches = result, []
+
+    def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        sizes = [8, 8, 4, 8, 8]
+        values = [ctypes.string_at(params[k], size) for k, size in enumerate(sizes)]
+        # the handles come as c_void_p objects, the counts as ints (see _load_driver)
+        self.launches.append(((function.value, gx, gy, gz, bx, by, bz, shared, stream.value or 0, extra), values))
+        return self.result
+
+    def cuGetErrorString(self, result, text):
+        ctypes.cast(text, ctypes.POINTER(ctypes.c_char_p))[0] = b"an illegal memory access was encountered"
+        return 0
+
+
+def stand_in_kernel(lib) -> scl.StaticallyLaunchedCudaKernel:
+    loaded = types.SimpleNamespace(lib=lib, name="triton_poi_fused_sin_0", function=0xF00, threads=128,
+                                   shared=512, param_sizes=[8, 8, 4, 8, 8])
+    return scl.StaticallyLaunchedCudaKernel(loaded, POINTWISE, device=0)
+
+
+class Pointer:
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+
+def test_launch_packs_each_argument_where_its_parameter_points():
+    lib = StandInDriver()
+    launcher = stand_in_kernel(lib)
+    launcher.launch((Pointer(0x7000_0000_1000), Pointer(0x7000_0000_2000), 1000, 128), (8, 1, 1), stream=77)
+    launcher.launch((Pointer(0x10), Pointer(0x20), 2**31 - 1, 128), (3, 2, 1), stream=0)
+    (shape, values), (shape2, values2) = lib.launches
+    assert shape == (0xF00, 8, 1, 1, 128, 1, 1, 512, 77, None)
+    assert [struct.unpack("=Q", values[0])[0], struct.unpack("=Q", values[1])[0]] == [0x7000_0000_1000,
+                                                                                         0x7000_0000_2000]
+    assert struct.unpack("=i", values[2])[0] == 1000 and values[3] == values[4] == bytes(8)  # NULL scratch
+    assert shape2[1:4] == (3, 2, 1) and struct.unpack("=i", values2[2])[0] == 2**31 - 1
+
+
+def test_a_failed_launch_raises_with_the_drivers_message():
+    launcher = stand_in_kernel(StandInDriver(result=700))
+    with pytest.raises(scl.CudaDriverError, match="cuLaunchKernel.*illegal memory access.*700"):
+        launcher.launch((Pointer(16), Pointer(32), 4, 128), (1, 1, 1), stream=0)
+
+
+def test_only_plain_kernels_are_launchable():
+    def kernel(**meta):
+        fields = {"num_ctas": 1, "global_scratch_size": 0, "profile_scratch_size": 0, **meta}
+        return types.SimpleNamespace(metadata=types.SimpleNamespace(**fields), kernel=b"cubin",
+                                     src=types.SimpleNamespace(signature=POINTWISE))
+    assert scl.launchable(kernel())
+    for meta in ({"num_ctas": 2}, {"global_scratch_size": 64}, {"launch_cooperative_grid": True},
+                 {"launch_pdl": True}, {"cluster_dims": (2, 1, 1)}):
+        assert not scl.launchable(kernel(**meta)), meta
+
+
+@pytest.mark.skipif(DEVICE == "cuda", reason="the CPU has no CUDA driver to load")
+def test_without_a_driver_nothing_is_loaded():
+    assert scl.driver() is None and scl.load(object()) is None
+
+
+# --- on a GPU --------------------------------------------------------------------------------------------------
+
+gpu = pytest.mark.skipif(DEVICE != "cuda", reason="launches real kernels (MININDUCTOR_TEST_DEVICE=cuda)")
+
+
+@gpu
+@pytest.mark.parametrize("fn, args", [
+    (lambda x: torch.sin(x) * 2, (torch.randn(1000),)),  # pointwise, static size
+    (lambda x: torch.softmax(x, -1), (torch.randn(64, 3000),)),  # a reduction (persistent or looped)
+    (lambda x, y: (x.t() + y).relu(), (torch.randn(300, 200), torch.randn(200, 300))),  # a tile
+    (lambda x: x[x.shape[0] // 2 + 1:].exp() + x.sum(), (torch.randn(4097),)),  # a misaligned view
+])
+def test_kernels_launch_through_the_static_launcher(fn, args):
+    check(fn, *args)
+    assert metrics.static_launcher_kernels >= 1 and metrics.triton_launcher_kernels == 0
+
+
+@gpu
+def test_a_cpu_scalar_reaches_the_kernel_as_an_fp32_argument():
+    from .utils import compile_fn
+    metrics.reset()
+    x = torch.randn(500, device="cuda")
+    compiled = compile_fn(lambda x, s: x * s + 1, x, torch.tensor(0.5))
+    for value in (0.5, -3.25):  # the same binary: a float argument is not specialized
+        torch.testing.assert_close(compiled(x, torch.tensor(value)), x * value + 1)
+    assert metrics.static_launcher_kernels == 1 and metrics.triton_launcher_kernels == 0
+
+
+@gpu
+def test_symbolic_sizes_and_a_thread_without_cuda_state():
+    metrics.reset()
+    minidynamo.reset()
+    compiled = minidynamo.minicompile(lambda x: torch.nn.functional.gelu(x) * x.shape[0], dynamic=True)
+    for rows in (5, 17, 64, 3):
+        x = torch.randn(rows, 33, device="cuda")
+        torch.testing.assert_close(compiled(x), torch.nn.functional.gelu(x) * rows)
+    results = {}
+
+    def in_a_new_thread():  # a thread that has made no CUDA call yet when it launches
+        x = torch.randn(9, 33, device="cuda")
+        results["ok"] = torch.allclose(compiled(x), torch.nn.functional.gelu(x) * 9)
+    thread = threading.Thread(target=in_a_new_thread)
+    thread.start()
+    thread.join()
+    assert results == {"ok": True}
+    assert metrics.static_launcher_kernels >= 1 and metrics.triton_launcher_kernels == 0
+
+
+@gpu
+def test_switched_off_triton_launches_as_before(monkeypatch):
+    monkeypatch.setattr(config, "static_cuda_launcher", False)
+    check(lambda x: torch.cos(x) + 3, torch.randn(777))
+    assert metrics.static_launcher_kernels == 0 and metrics.triton_launcher_kernels >= 1
