@@ -1,0 +1,140 @@
+"""The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
+
+    python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--no-torch-compile]
+
+Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
+hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
+over the rounds is reported: ratios taken this way are what the docs compare. Wall time per call with a sync at
+the end of each batch of calls (the tutorial MoE syncs inside every forward anyway: one ``nonzero`` per expert).
+
+``--launcher-ab`` adds minicompile with Triton's own launcher beside ours (``static_cuda_launcher.py``) in the same
+rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing.
+The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
+steps; gradients of the first step are checked against eager first.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import minidynamo
+from minidynamo.examples.moe import make_moe, make_moe_input
+from mininductor import config, runtime
+
+
+def use_static_launcher(flag: bool) -> None:
+    """Switch launchers for kernels already compiled: drop every direct launcher, so the next call rebuilds it."""
+    config.static_cuda_launcher = flag
+    for name, module in list(sys.modules.items()):
+        if name.startswith("mininductor_cache_"):
+            for obj in vars(module).values():
+                for launcher in getattr(obj, "candidates", [obj]):
+                    if isinstance(launcher, runtime.KernelLauncher):
+                        launcher._direct.clear()
+
+
+def wall_ms(fn, calls: int) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e3
+
+
+def train_step(model, x, y):
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(params, lr=5e-4)
+
+    def step():
+        out, aux = model(x)
+        loss = torch.nn.functional.mse_loss(out, y) + 1e-2 * aux
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+    return step
+
+
+def interleave(cases: dict, rounds: int, calls: int) -> dict[str, float]:
+    """``{name: median ms}``: each round times every case once, in turn. A case is ``(fn, before)``; ``before``
+    (or None) runs ahead of each timing, untimed."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, (fn, before) in cases.items():
+            if before is not None:
+                before()
+            fn()
+            times[name].append(wall_ms(fn, calls))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--launcher-ab", action="store_true")
+    parser.add_argument("--no-torch-compile", action="store_true")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    base = make_moe("tutorial", "reference", seed=0).cuda()
+    x = make_moe_input("reference", seed=1).cuda()
+    y = torch.randn(x.shape[0], 1024, device="cuda")
+    models = {"eager": copy.deepcopy(base), "minicompile": minidynamo.minicompile(copy.deepcopy(base))}
+    if not args.no_torch_compile:
+        models["torch.compile"] = torch.compile(copy.deepcopy(base))
+    before = {name: None for name in models}
+    if args.launcher_ab:
+        models["minicompile, Triton's launcher"] = models["minicompile"]
+        before["minicompile"] = lambda: use_static_launcher(True)
+        before["minicompile, Triton's launcher"] = lambda: use_static_launcher(False)
+
+    with torch.no_grad():
+        for model in models.values():
+            model.eval()
+        expected = models["eager"](x)[0]
+        for name, model in models.items():
+            if before[name] is not None:
+                before[name]()
+            diff = (model(x)[0] - expected).abs().max().item()
+            print(f"forward {name:>32}: max abs diff vs eager {diff:.2e}", flush=True)
+        forward = interleave({n: (lambda m=m: m(x), before[n]) for n, m in models.items()}, args.rounds, args.calls)
+
+    grads = {}
+    steps = {}
+    for name, model in models.items():
+        model.train()
+        if before[name] is not None:
+            before[name]()
+        if name not in steps:
+            out, aux = model(x)
+            (torch.nn.functional.mse_loss(out, y) + 1e-2 * aux).backward()
+            grads[name] = [p.grad.clone() for p in model.parameters()]
+            steps[name] = train_step(model, x, y)
+            for _ in range(20):  # the routing changes as the weights do: let every compiler meet its cases first
+                steps[name]()
+    for name, g in grads.items():
+        worst = max((a - b).abs().max().item() for a, b in zip(g, grads["eager"]))
+        print(f"first-step gradients {name:>20}: max abs diff vs eager {worst:.2e}", flush=True)
+    step_cases = {n: (steps.get(n, steps["minicompile"]), before[n]) for n in models}
+    train = interleave(step_cases, max(3, args.rounds - 2), args.steps)
+
+    device = torch.cuda.get_device_name()
+    print(f"\ntutorial MoE, reference size, batch {x.shape[0]}, fp32, {device}, torch {torch.__version__}; "
+          f"median of {args.rounds} interleaved rounds")
+    print(f"| {'compiler':<32} | forward ms | train step ms |\n|---|---|---|")
+    for name in models:
+        print(f"| {name:<32} | {forward[name]:10.3f} | {train[name]:13.3f} |")
+
+
+if __name__ == "__main__":
+    main()
