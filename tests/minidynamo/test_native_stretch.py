@@ -109,6 +109,28 @@ def test_mask_subscript_is_a_subscript():
     assert torch.equal(mask_subscript(p, m), p[m])
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(6, 4),  # contiguous: index_select
+    lambda: torch.randn(4, 6).t(),  # a transposed view: a[rows], eager's layout
+    lambda: torch.arange(6),  # integer rows, as the tutorial MoE's sample indices
+    lambda: torch.randn(6, 0),  # empty rows
+])
+@pytest.mark.parametrize("mask", [[True, False, True, True, False, True], [False] * 6, [True] * 6])
+def test_a_one_dimensional_mask_gives_eagers_values_layout_and_gradients(make, mask):
+    from minidynamo.native_stretch import mask_subscript
+    m = torch.tensor(mask)
+    a = make()
+    got, expected = mask_subscript(a, m), a[m]
+    assert torch.equal(got, expected) and got.dtype == expected.dtype and got.stride() == expected.stride()
+    if a.is_floating_point():  # needs a gradient: eager's own subscript, so eager's backward
+        leaf = a.detach().requires_grad_()
+        weights = torch.randn(expected.shape)
+        (mask_subscript(leaf, m) * weights).sum().backward()
+        eager_leaf = a.detach().requires_grad_()
+        (eager_leaf[m] * weights).sum().backward()
+        assert torch.equal(leaf.grad, eager_leaf.grad)
+
+
 def test_a_captured_variable_keeps_the_usual_resume():
     # a stretch only moves plain locals: `a` is captured by the closure (a cell), so the second subscript gets
     # its own resume function as before -- and the closure still sees the value
