@@ -159,17 +159,42 @@ def _is_view_output(node) -> bool:
         and _is_view_node(node.args[0])
 
 
+def _view_base(node):
+    """The node whose storage ``node`` is a view of (itself when it is no view); ``split(t)[1]`` views ``t`` too."""
+    while _is_view_node(node) or _is_view_output(node):
+        node = node.args[0] if _is_view_node(node) else node.args[0].args[0]
+    return node
+
+
 def _as_strided_bases(gm: torch.fx.GraphModule) -> set:
     """The computed nodes whose storage an ``as_strided`` indexes (through any views of them)."""
     bases = set()
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in _AS_STRIDED_OPS:
-            base = node.args[0]
-            while _is_view_node(base) or _is_view_output(base):  # ``split(t)[1]`` is a view of ``t``, too
-                base = base.args[0] if _is_view_node(base) else base.args[0].args[0]
+            base = _view_base(node.args[0])
             if isinstance(base, torch.fx.Node) and base.op == "call_function":
                 bases.add(base)
     return bases
+
+
+def _output_alias_groups(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, list[int]]]:
+    """``(base, output positions)`` for each set of outputs that eager returns on one storage, that of a node the
+    graph computes (outputs on an input's storage are re-made after the call: [Note: outputs that alias inputs]
+    in compile_fx.py).  Read from the traced values: a view shares its base's storage, a copy has its own."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    nodes = [leaf for node in gm.graph.find_nodes(op="output") for leaf in pytree.tree_leaves(node.args[0])]
+    by_storage: dict = {}
+    for k, n in enumerate(nodes):
+        if isinstance(n, torch.fx.Node) and isinstance(val := n.meta.get("val"), torch.Tensor):
+            by_storage.setdefault(StorageWeakRef(val.untyped_storage()), []).append(k)
+    groups = [(_view_base(nodes[ks[0]]), ks) for ks in by_storage.values() if len(ks) > 1]
+    return [(base, ks) for base, ks in groups if base.op == "call_function"]
+
+
+def _output_buffer(value):
+    """The buffer a realised output reads: itself, or the one under its strided window."""
+    node = ir.unwrap_view_to_buffer(value)
+    return node.data if isinstance(node, ir.ReinterpretView) else node
 
 
 def _original_output_strides(gm: torch.fx.GraphModule) -> dict:
@@ -214,6 +239,8 @@ class GraphLowering(torch.fx.Interpreter):
         self.output_bases = _output_bases(gm)
         self.original_strides = _original_output_strides(gm)
         self.as_strided_bases = _as_strided_bases(gm)
+        self.output_alias_groups = _output_alias_groups(gm)
+        self.alias_bases: dict = {base: None for base, _ in self.output_alias_groups}  # base -> its lowered value
         devices = [x.device for x in example_inputs if isinstance(x, torch.Tensor)]
         cuda = [d for d in devices if d.type == "cuda"]
         self.device = cuda[0] if cuda else devices[0] if devices else torch.device("cpu")
@@ -261,6 +288,8 @@ class GraphLowering(torch.fx.Interpreter):
                 storage.mark_reuse(len(n.users))
             if n in self.as_strided_bases:
                 result = self._with_eager_layout(n, result)
+        if n in self.alias_bases:
+            self.alias_bases[n] = result
         return result
 
     def _with_eager_layout(self, node: torch.fx.Node, result: TensorBox) -> TensorBox:
@@ -365,6 +394,8 @@ class GraphLowering(torch.fx.Interpreter):
         nodes = pytree.tree_leaves(self.current_node.args[0])
         self.graph_outputs = [self._realize_output(self._fresh_output(o, n), _is_view_node(n), n)
                               for o, n in zip(outputs, nodes)]
+        for base, positions in self.output_alias_groups:
+            self._keep_output_aliases(base, [(k, nodes[k]) for k in positions])
         # an output eager computes on the CPU from CPU scalars alone (``i + 1``): computed here, returned there
         self.cpu_outputs = {k for k, n in enumerate(nodes)
                             if self.device.type != "cpu" and isinstance(n, torch.fx.Node)
@@ -412,6 +443,41 @@ class GraphLowering(torch.fx.Interpreter):
         copy = clone(value)
         copy.storage().realize(_eager_stride(node, self.original_strides.get(node)) if node is not None else None)
         return copy
+
+    def _keep_output_aliases(self, base: torch.fx.Node, outputs: list[tuple[int, torch.fx.Node]]) -> None:
+        """[Note: outputs that alias outputs]  ``o = x.sin(); return o, o.view(-1)``: eager's two outputs share
+        one storage, and the caller's ``b.add_(1)`` changes ``a``.  A view lowers to a re-indexing of its base's
+        buffer, which the output becomes a strided window on (``ir.as_strided_layout``) when the index is linear
+        -- after ``simplify_index`` folds a reshape's ``FloorDiv``/``ModularIndexing`` back, with symbolic sizes
+        too.  Where it is not (an index that does not fold, a view lowered to a fallback kernel) the output was a
+        copy: the values right, the aliasing silently lost.  So every output of such a set must read one buffer;
+        those that do not are re-made here as windows on their base's buffer, with the size, strides and offset
+        of the traced value (upstream's runtime wrapper does this with ``gen_alias_from_base``).  The base buffer
+        must have eager's layout; when that or the window cannot be had, the compile refuses (the graph runs
+        eagerly, or per shape), so the answer is never a copy where eager returns a view."""
+        if len({id(_output_buffer(self.graph_outputs[k])) for k, _ in outputs}) == 1:
+            return  # all windows on one buffer already
+        value = self.alias_bases[base]
+        if not isinstance(value, TensorBox):
+            raise NotImplementedError(f"outputs that alias {base.target}'s output, which is not a tensor buffer")
+        value = self._with_eager_layout(base, value)
+        value.realize()
+        buf = _output_buffer(value)
+        if not isinstance(buf, ir.Buffer) or buf.layout.offset != 0:
+            raise NotImplementedError(f"outputs that alias {base.target}'s output, which has no buffer of its own")
+        for k, node in outputs:
+            if _output_buffer(self.graph_outputs[k]) is not buf:
+                self.graph_outputs[k] = TensorBox(self._window(buf, node.meta["val"]))
+
+    def _window(self, buf: ir.Buffer, val: torch.Tensor) -> ir.ReinterpretView:
+        """``buf`` seen with the traced value's size, strides and offset (the base's storage offset is 0)."""
+        layout = ir.FixedLayout(buf.get_device(), val.dtype, [as_size(s) for s in val.shape],
+                                [as_size(s) for s in val.stride()], as_size(val.storage_offset()))
+        symbols = set().union(*(getattr(e, "free_symbols", set()) for e in (*layout.size, *layout.stride,
+                                                                            layout.offset)))
+        if val.dtype != buf.get_dtype() or not symbols <= set(self.size_sources):
+            raise NotImplementedError(f"an output that eager returns as a view of {buf.get_name()}: no window")
+        return ir.ReinterpretView(buf, layout)
 
     # -------------------------------------------------------------------------------------- fallback
     def fallback(self, target, args, kwargs):

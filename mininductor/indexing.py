@@ -369,8 +369,13 @@ def simplify_index(expr):
 
 
 def _split_term(term):
-    if isinstance(term, sympy.Mul) and len(term.args) == 2 and term.args[0].is_Integer:
-        return term.args[0], term.args[1]
+    """``(coefficient, factor)``: a term as its one ``FloorDiv``/``ModularIndexing`` factor times the rest.  The
+    rest is an integer, or with symbolic sizes a product of sizes (``s27*FloorDiv(x0, s27)``: the row of a
+    ``(s77, s27)`` buffer read through a reshape), which must fold back like ``6*FloorDiv(x0, 6)`` does."""
+    if isinstance(term, sympy.Mul):
+        fns = [a for a in term.args if isinstance(a, (FloorDiv, ModularIndexing))]
+        if len(fns) == 1:
+            return sympy.Mul(*(a for a in term.args if a is not fns[0])), fns[0]
     return sympy.Integer(1), term
 
 

@@ -182,11 +182,13 @@ def reshape(x, size: list[int]) -> TensorBox:
         for old_dims, new_dims in groups:
             flat = sum((index[d] * s for d, s in zip(new_dims, contiguous_strides([size[d] for d in new_dims]))),
                        sympy.Integer(0))
-            sizes = [old[d] for d in old_dims]
+            # a size-1 dim's index is 0: ``x[::2]`` of 2 rows, viewed flat, reads row ``0``, not ``FloorDiv(i, 8)``
+            # (0 as well, but then no strided window reads it: the output was a copy where eager returns a view)
+            dims = [d for d in old_dims if old[d] != 1]
             div = 1
-            for k in reversed(range(len(old_dims))):
-                out[old_dims[k]] = FloorDiv(flat, div) if k == 0 else ModularIndexing(flat, div, sizes[k])
-                div *= sizes[k]
+            for k in reversed(range(len(dims))):
+                out[dims[k]] = FloorDiv(flat, div) if k == 0 else ModularIndexing(flat, div, old[dims[k]])
+                div *= old[dims[k]]
         return out
     return _view(x, size, reindex)
 
@@ -205,7 +207,8 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
     """Pair up runs of old and new dims with equal products (greedy from the left).
 
     With symbolic sizes the side to grow is chosen by the size hints, but a group closes only when the two
-    products are *structurally* equal (``s0*4 == 4*s0``), so the grouping holds for every size."""
+    products are equal as polynomials (``s0*4 == 4*s0``, ``(s0 - 1)*s1 == s0*s1 - s1``: ``x[1:].view(-1)``), so
+    the grouping holds for every size."""
     groups, i, j = [], 0, 0
     while i < len(old) or j < len(new):
         og, ng = [], []
@@ -214,7 +217,7 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
             og.append(i); po *= old[i]; i += 1
         if j < len(new):
             ng.append(j); pn *= new[j]; j += 1
-        while po != pn:
+        while not _same_size(po, pn):
             if i >= len(old) and j >= len(new):
                 raise NotImplementedError(f"symbolic view: cannot pair sizes {old} with {new}")
             if j >= len(new) or i < len(old) and size_hint(po) <= size_hint(pn):
@@ -228,6 +231,10 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
             ng.append(j); j += 1
         groups.append((og, ng))
     return groups
+
+
+def _same_size(a, b) -> bool:
+    return a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0
 
 
 @register_lowering(aten.as_strided, prims.as_strided)

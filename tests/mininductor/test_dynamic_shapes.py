@@ -491,3 +491,86 @@ def test_an_output_that_views_an_input_is_a_view_at_every_size():
             ref.add_(1)
         assert torch.equal(x, x_ref)
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+
+
+def _writes_through_like_eager(compiled, fn, args):
+    """``compiled(*args)`` equals eager, its outputs share storage where eager's do, and an in-place op on the last
+    output changes the others exactly as it changes eager's."""
+    ours, theirs = compiled(*args), fn(*args)
+    assert_same(ours, theirs)
+    shares_first = lambda outs: [o.untyped_storage().data_ptr() == outs[0].untyped_storage().data_ptr() for o in outs]
+    assert shares_first(ours) == shares_first(theirs)
+    ours[-1].add_(1)
+    theirs[-1].add_(1)
+    assert_same(ours, theirs)
+
+
+_VIEWS_OF_AN_OUTPUT = {
+    "reshape": lambda o: (o, o.reshape(o.shape[1], o.shape[0])),
+    "view": lambda o: (o, o.view(-1)),
+    "flatten": lambda o: (o, o.flatten()),
+    "rows from 1, flat": lambda o: (o, o[1:].reshape(-1)),  # (s77 - 1)*s27 pairs with s27*s77 - s27
+    "two views": lambda o: (o, o.t(), o.view(-1)),
+    "views of an intermediate": lambda o: (o.t(), o.flatten()),
+}
+
+
+@pytest.mark.parametrize("view", list(_VIEWS_OF_AN_OUTPUT), ids=list(_VIEWS_OF_AN_OUTPUT))
+def test_an_output_that_views_another_output_is_a_view_at_every_size(view):
+    """``o = x.sin(); return o, o.reshape(m, n)``: eager's outputs share a storage, so the caller's ``b.add_(1)``
+    changes ``a``.  The symbolic compile returned a copy (a wrong answer; static shapes were right): a reshape
+    reads ``s27*FloorDiv(i, s27) + ModularIndexing(i, 1, s27)``, which ``simplify_index`` folded back to ``i`` only
+    for an integer coefficient, so no strided window was found ([Note: outputs that alias outputs])."""
+    def fn(x):
+        return _VIEWS_OF_AN_OUTPUT[view](x.sin())
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n, m in ((4, 16), (5, 3), (7, 6)):
+        _writes_through_like_eager(compiled, fn, [torch.randn(n, m)])
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_an_output_that_views_another_output_with_int_sizes():
+    """The sizes as int arguments: the symbolic compile refuses int inputs, so one compile per shape
+    (``PerShapeCompiled`` in specialize.py), each returning a view of its output."""
+    def fn(x, m, n):
+        o = x.sin()
+        return o, o.reshape(m, n)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n, m in ((4, 16), (5, 3), (7, 6), (5, 3)):
+        _writes_through_like_eager(compiled, fn, [torch.randn(n, m), m, n])
+    assert frames_ok() == 1 and metrics.specialisations == 3  # one per distinct shape, the last reused
+
+
+def test_an_output_lowered_as_a_copy_is_remade_as_a_view():
+    """``o.view(n, 2, -1)`` needs ``s27`` even, which the symbolic view cannot show: it falls back to ATen's
+    ``view``, whose result is a buffer of its own in our graph.  The output is re-made as a window on ``o``'s
+    buffer with the traced size, strides and offset ([Note: outputs that alias outputs])."""
+    def fn(x):
+        o = x.sin()
+        return o, o.view(x.shape[0], 2, -1), o.t()
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n, m in ((4, 16), (5, 4), (7, 6)):
+        _writes_through_like_eager(compiled, fn, [torch.randn(n, m)])
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 1, metrics.fallback_ops  # the view itself
+
+
+def test_outputs_that_alias_stay_views_when_no_window_is_found(monkeypatch):
+    """Should the lowering find no strided window for a view output (``ir.as_strided_layout`` None: a copy),
+    the outputs still share ``o``'s buffer, static and symbolic."""
+    from mininductor import ir
+    monkeypatch.setattr(ir, "as_strided_layout", lambda node: None)
+
+    def fn(x):
+        o = x.sin()
+        return o, o.t(), o[1:].reshape(-1)
+
+    for dynamic in (False, True):
+        minidynamo.reset()
+        compiled = minidynamo.minicompile(fn, dynamic=dynamic)
+        for n, m in ((4, 16), (5, 3)):
+            _writes_through_like_eager(compiled, fn, [torch.randn(n, m)])

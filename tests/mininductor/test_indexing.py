@@ -69,6 +69,21 @@ def test_simplify_loops_preserves_every_index(sizes, perm, broadcast_last):
     assert original == merged
 
 
+def test_split_over_symbolic_sizes_folds_back_to_the_flat_index():
+    """A reshape's split over *symbolic* sizes adds back up too: ``s1*FloorDiv(f, s1) + ModularIndexing(f, 1, s1)``
+    is ``f`` (the coefficient ``s1`` was not taken for one, so a symbolic ``o.view(-1)`` was no strided window and
+    returned a copy: [Note: outputs that alias outputs] in graph.py); a row further on (``x[1:]``) keeps its
+    offset."""
+    flat = sym("f")
+    s0, s1, s2 = sympy.symbols("s0 s1 s2", positive=True, integer=True)
+    for sizes in ([s0, s1], [s0, s1, s2], [3, s1, 4, s2]):
+        parts = split_flat(flat, sizes)
+        assert simplify_index(sum((p * s for p, s in zip(parts, contiguous_strides(sizes))), sympy.Integer(0))) == flat
+    row, col = split_flat(flat, [s0 - 1, s1])
+    assert simplify_index(s1 * (row + 1) + col) == flat + s1
+    assert linear_stride(simplify_index(s1 * s2 * FloorDiv(flat, s1) + ModularIndexing(flat, 1, s1)), flat) is None
+
+
 def test_contiguous_nest_merges_to_one_loop_and_transpose_does_not():
     i, j = sym("i"), sym("j")
     assert simplify_loops([4, 8], [8 * i + j], [i, j])[0] == [32]

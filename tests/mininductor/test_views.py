@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .utils import check
+from .utils import assert_same, check
 
 torch.manual_seed(0)
 X = torch.randn(6, 10, 7)
@@ -22,6 +22,24 @@ def test_reshape_contiguous_and_not():
 
 def test_select_negative_index_and_slices():
     check(lambda x: (x[-1] + x[:, -3:] .sum(), x[..., ::-1 if False else 2] * 2, x.narrow(1, 2, 5) + 0), X)
+
+
+def test_reshape_through_a_size_1_dim_reads_linearly():
+    """``x[::2]`` of 2 rows is one row: viewed flat, it reads row 0, not ``FloorDiv(i, 8)`` (0 as well, but no
+    strided window: ``o[::2].reshape(-1)`` returned with ``o`` was a copy of it, where eager returns a view, and
+    the caller's ``add_`` missed ``o``)."""
+    def fn(x):
+        o = x.sin()
+        return o, o[::2].reshape(-1)
+
+    compiled = check(lambda x: x[::2].reshape(-1) * 2, torch.randn(2, 8), kernels=1)
+    assert "tl.load(in_ptr0 + (xindex)" in compiled.source
+    compiled = check(fn, torch.randn(2, 8), kernels=1)
+    x = torch.randn(2, 8)
+    ours, theirs = compiled(x), fn(x)
+    ours[1].add_(1)
+    theirs[1].add_(1)
+    assert_same(ours, theirs)
 
 
 def test_as_strided_of_input():
