@@ -42,6 +42,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicC
 
 from . import config
 from .exc import ConstraintViolationError
+from .guards import INT64_MAX, INT64_MIN
 from .source import GetItemSource, LocalSource, Source, TupleIteratorGetItemSource
 from .utils import counters
 
@@ -133,8 +134,9 @@ def int_is_dynamic(output, source: Source, value: int) -> bool:
 
     Under automatic dynamic an int that changed becomes a symbol even when it is now 0 or 1 (upstream creates
     unspecialised ints with ``do_not_specialize_zero_one``): a counter read as 0, then 1, compiles twice, the
-    second time for every value.  Sizes keep 0 and 1 specialised."""
-    if type(value) is not int or not _is_argument(source):
+    second time for every value.  Sizes keep 0 and 1 specialised.  An int beyond int64 (``2 ** 70``) is never
+    a symbol: a graph computes symbols as int64 (its SYMINT_MATCH guard sends it to a compile of its own)."""
+    if type(value) is not int or not _is_argument(source) or not INT64_MIN <= value <= INT64_MAX:
         return False
     dynamic = getattr(output.ctx, "dynamic", None)
     if dynamic is not None:

@@ -75,6 +75,8 @@ def tensor_match(t: Any, meta: TensorMeta) -> bool:
 # NO_TENSOR_ALIASING: the tensor inputs are distinct objects; NO_ALIASING: so are the lists, dicts and user objects
 # (see [Note: aliased inputs] in variables/builder.py).  DUPLICATE_INPUT: an input is the same object as another.
 ALIASING_KINDS = ("NO_TENSOR_ALIASING", "NO_ALIASING")
+# what a symbolic int can hold: a graph computes it as an int64 (SYMINT_MATCH, dynamic_shapes.int_is_dynamic)
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def no_aliasing(*tensors) -> bool:
@@ -123,6 +125,8 @@ class Guard:
             return f"is {short_repr(self.expected)}"
         if self.kind == "TYPE_MATCH":
             return f"type is {self.expected.__qualname__}"
+        if self.kind == "SYMINT_MATCH":
+            return "type is int, within int64"
         if self.kind == "NN_MODULE":
             return str(self.expected)
         if self.kind == "NO_GLOBAL_MODULE_HOOKS":
@@ -229,6 +233,8 @@ class GuardManager:
             return f"getattr({s}, '__code__', None) is {v}" if isinstance(g.expected, types.CodeType) else f"{s} is {v}"
         if g.kind == "TYPE_MATCH":
             return f"type({s}) is {v}"
+        if g.kind == "SYMINT_MATCH":  # an int argument traced as a symbol: graphs compute it as an int64
+            return f"type({s}) is int and {INT64_MIN} <= {s} <= {INT64_MAX}"
         if g.kind == "EQUALS_MATCH":
             self.closure[f"___t{k}"] = type(g.expected)
             return f"type({s}) is ___t{k} and {s} == {v}"
@@ -349,8 +355,8 @@ class GuardManager:
         return "\n".join(str(g) for g in self.guards)
 
 
-_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH", "DICT_KEYS",
-                "TUPLE_ITERATOR_LEN"}
+_EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "SYMINT_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH",
+                "DICT_KEYS", "TUPLE_ITERATOR_LEN"}
 
 
 def is_frame_input(source: Source | None) -> bool:
@@ -432,6 +438,8 @@ def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
         return str(TensorMeta.of(val))
     if g.kind == "TYPE_MATCH":
         return f"type {type(val).__qualname__}"
+    if g.kind == "SYMINT_MATCH":
+        return f"{short_repr(val)} ({type(val).__name__})"
     if g.kind == "LIST_LENGTH":
         return f"len {len(val)}"
     if g.kind == "TUPLE_ITERATOR_LEN":

@@ -305,7 +305,7 @@ class OutputGraph:
         self.symbol_frames.setdefault(sym, self.user_frame())
         self.int_symbols.append((source, sym))
         self.symbolic_inputs.append((source, sym_int))
-        self.add_guard("TYPE_MATCH", source, int)
+        self.add_guard("SYMINT_MATCH", source, int)  # an int, and one that fits the graph's int64
         return SymNodeVariable(self.new_placeholder(source, value, sym_int), sym_int, source=source)
 
     def new_placeholder(self, source: Source, value: Any, fake: Any) -> torch.fx.Proxy:

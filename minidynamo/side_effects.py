@@ -6,6 +6,8 @@ real objects after the graph has run -- in the order they happened.  Mirrors ``t
 """
 from __future__ import annotations
 
+from bytecode import Instr
+
 from .variables.base import VariableTracker
 
 
@@ -30,9 +32,24 @@ def has_custom_setattr(obj: VariableTracker) -> bool:
     return isinstance(obj, UserDefinedObjectVariable) and obj.cls.__setattr__ is not object.__setattr__
 
 
+def forget_instance_attr(obj: object, name: str) -> None:
+    """Drop ``name`` from an instance's ``__dict__`` if there: the replay of ``del obj.name`` that a later store
+    of the same name follows, so that the name moves to the end of ``vars(obj)`` as it does in Python (a store
+    alone would keep its old place).  Class dicts (mapping proxies) and slots are left alone."""
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return
+    if type(attrs) is dict:
+        attrs.pop(name, None)
+
+
 class SideEffects:
     def __init__(self):
         self.attr_stores: dict[int, tuple[VariableTracker, dict[str, VariableTracker]]] = {}
+        # (attr_key, name) of attributes deleted while tracing: a store after the ``del`` is replayed as a
+        # delete and a store (forget_instance_attr)
+        self.deleted_attrs: set[tuple[object, str]] = set()
         self.mutated: dict[int, VariableTracker] = {}  # sourced lists/dicts/sets changed in place
         self.global_stores: dict[str, VariableTracker] = {}
         self.order: list[tuple[str, object]] = []
@@ -61,6 +78,7 @@ class SideEffects:
 
     def delete_attr(self, obj: VariableTracker, name: str) -> None:
         self.store_attr(obj, name, DeletedAttribute())
+        self.deleted_attrs.add((attr_key(obj), name))
 
     def pending_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         """The value stored while tracing (a ``DeletedAttribute`` after ``del``), or None when untouched."""
@@ -142,6 +160,8 @@ class SideEffects:
             temps.append(f"___side_effect_{k}")
             cg.store_local(temps[-1])
         for temp, (kind, what) in zip(temps, self.order):
+            if kind == "attr" and temp is not None and (attr_key(what[0]), what[1]) in self.deleted_attrs:
+                self.forget_attr(cg, what)
             if kind == "advance":
                 cg.advance_iterator(what)
             elif kind == "mutate":
@@ -161,3 +181,13 @@ class SideEffects:
         for temp, (name, _) in zip(cell_temps, cell_stores):
             cg.load_local(temp)
             cg.store_local(name)  # STORE_DEREF: the name is one of the frame's cell or free variables
+
+    @staticmethod
+    def forget_attr(cg, what: tuple) -> None:
+        """``del obj.name`` then ``obj.name = v`` while tracing: the replay drops the name before its store, so it
+        moves to the end of the instance's ``__dict__`` as in Python."""
+        cg.load_const_object(forget_instance_attr, push_null=True)
+        cg(what[0])
+        cg.load_const(what[1])
+        cg.call(2)
+        cg.append(Instr("POP_TOP"))

@@ -55,6 +55,7 @@ from .variables import (
     VariableTracker,
     wrap_constant_result,
 )
+from .variables.base import NotConstant
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import get_iterator, getattr_or_attribute_error
 from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
@@ -100,6 +101,23 @@ def match_positional(cls: type, count: int):
     if not isinstance(match_args, tuple) or count > len(match_args):
         unimplemented(f"`match` class pattern {cls.__name__}() with {count} positional sub-patterns (a TypeError)")
     return match_args[:count]
+
+
+def run_handler(handler, inst) -> None:
+    """Run one opcode handler; a value it could take only as a Python constant makes a graph break there.
+
+    [Note: a value that must be a constant]  Many handlers fold Python operations over constants (a set's
+    ``add``, ``range(...)``, a builtin's arguments) and call ``as_python_constant()`` on what they are given;
+    a tensor or another traced value there raises ``NotConstant``.  Uncaught, that was an internal error and the
+    whole frame ran eagerly (``{t % 3 for t in xs}`` with a tensor among ``xs``).  Refused here instead, like any
+    other instruction the translator cannot follow: the restart stops before the instruction, which runs
+    natively at the break, so no half-done change of the first attempt survives.
+    """
+    try:
+        handler(inst)
+    except NotConstant as e:
+        unimplemented(f"{inst.opname} needs a Python constant, got {e}",
+                      "the instruction runs in Python at a graph break; keep tensors out of it to stay in one graph")
 
 
 class InstructionTranslatorBase(ExceptionHandlingMixin):
@@ -163,7 +181,7 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
         try:
             if handler is None:
                 unimplemented(f"opcode {inst.opname} is not supported", "rewrite this line with simpler Python")
-            handler(inst)
+            run_handler(handler, inst)
             self.output.stamp_shape_guards()  # guards on symbolic sizes remember this line
         except Unsupported as e:
             if not e.user_stack:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import types
 import warnings
 from collections.abc import Callable
 
@@ -123,8 +124,8 @@ def compile_fx_inner(aten_gm: torch.fx.GraphModule, example_inputs: list) -> Cal
 
 
 def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledGraph:
-    for name, value in graph.constants.items():
-        setattr(module, name, value)
+    if graph.constants:
+        module = with_constants(module, graph.constants)
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
     _, spec = pytree.tree_flatten(_plain_containers(out_node.args[0]))
     # inputs the graph changes: copied back at its end, or written in place by a scatter (reinplace.py) -- a CUDA
@@ -133,6 +134,23 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
         buf.data.target for buf in graph.buffers if isinstance(getattr(buf, "data", None), ir.Scatter)}
     mutated = frozenset(graph.graph_input_names.index(name) for name in written if name in graph.graph_input_names)
     return CompiledGraph(module, spec, example_inputs, source, mutated)
+
+
+def with_constants(module: types.ModuleType, constants: dict[str, torch.Tensor]) -> types.ModuleType:
+    """The generated module as this compile runs it: its globals plus this compile's tensor constants.
+
+    [Note: constants per compile]  ``load_module`` keeps one module per source text, and two graphs that differ
+    only in the value of a tensor constant (``torch.tensor(2)`` and ``torch.tensor(4)``: ``_constant0`` in both)
+    generate the same source.  Their constants were stored on that shared module, so the later compile's values
+    replaced the earlier's: the first graph went on computing with 4 (a wrong answer, found by translator fuzz
+    round 10).  Each compile with constants gets a namespace of its own, and a ``call`` whose globals it is; the
+    kernels and the rest are the shared module's objects."""
+    own = types.ModuleType(module.__name__, module.__doc__)
+    own.__dict__.update(module.__dict__)
+    own.__dict__.update(constants)
+    call = module.call
+    own.call = types.FunctionType(call.__code__, own.__dict__, call.__name__, call.__defaults__, call.__closure__)
+    return own
 
 
 def _compile_graph(aten_gm, example_inputs, size_hints: dict | None = None, shape_env=None):

@@ -20,7 +20,14 @@ import torch
 
 from ..exc import raise_observed_exception, unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker, handler_takes
-from .constant import BINARY_OPS, COMPARE_OPS, ConstantVariable, fold, holds_state_across_calls
+from .constant import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    ConstantVariable,
+    fold,
+    holds_state_across_calls,
+    raise_as_observed,
+)
 from .dicts import (
     DictIteratorVariable,
     DictVariable,
@@ -61,6 +68,25 @@ def get_iterator(tx, obj: VariableTracker) -> ListIteratorVariable:
     if isinstance(obj, SetVariable):
         return SetIteratorVariable(obj)
     return ListIteratorVariable(obj.unpack_var_sequence(tx))
+
+
+def length_result(result: VariableTracker) -> VariableTracker:
+    """What ``len()`` makes of what ``__len__`` returned, as CPython's ``slot_sq_length``: an int (``True`` is 1),
+    through ``__index__``; a float is a TypeError and a negative length a ValueError.  A user ``__len__`` returning
+    ``2.5`` gave 2.5 where Python raises."""
+    if isinstance(result, SymNodeVariable):
+        return result
+    if not result.is_python_constant():
+        unimplemented(f"len() of an object whose __len__ returns {result.describe()}")
+    value = result.as_python_constant()
+    try:
+        length = operator.index(value)
+    except TypeError:
+        message = f"'{type(value).__name__}' object cannot be interpreted as an integer"
+        raise_observed_exception(TypeError, [ConstantVariable(message)], message)
+    if length < 0:
+        raise_observed_exception(ValueError, [ConstantVariable("__len__() should return >= 0")], "negative len")
+    return ConstantVariable(length)
 
 
 class BuiltinVariable(VariableTracker):
@@ -135,7 +161,7 @@ class BuiltinVariable(VariableTracker):
 
     # --- handlers: return None to fall back to constant folding --------------------------------------------
     def call_len(self, tx, obj):
-        return obj.call_method(tx, "__len__", [], {})
+        return length_result(obj.call_method(tx, "__len__", [], {}))
 
     def call_isinstance(self, tx, obj, classes):
         if not classes.is_python_constant():
@@ -161,7 +187,12 @@ class BuiltinVariable(VariableTracker):
         return UserDefinedClassVariable(obj.python_type())
 
     def call_range(self, tx, *args):
-        return RangeVariable(range(*[a.as_python_constant() for a in args]))
+        bounds = [a.as_python_constant() for a in args]
+        try:
+            value = range(*bounds)
+        except (TypeError, ValueError) as e:  # range(1.5), range(0, 3, 0): CPython's errors, observed
+            raise_as_observed(e, f"range raised {type(e).__name__}: {e} while tracing")
+        return RangeVariable(value)
 
     def call_slice(self, tx, *args):
         return SliceVariable(list(args))

@@ -27,11 +27,11 @@ import torch
 
 from ..exc import unimplemented
 from .base import BoundMethodVariable, NotConstant, VariableTracker
-from .constant import ConstantVariable, fold
+from .constant import ConstantVariable, fold, raise_as_observed
 from .dicts import DictVariable, DictViewVariable, SetVariable, const_key
 from .lists import BaseListVariable, ListVariable, TupleVariable
 from .sym_node import OUT_OF_PLACE, SymNodeVariable, is_numeric
-from .tensor import TensorVariable, call_graph_op
+from .tensor import IN_PLACE_OPERATORS, TensorVariable, call_graph_op
 
 
 def identity_value(v: VariableTracker) -> Any:
@@ -160,14 +160,35 @@ def contains(tx, items: list, x: VariableTracker) -> VariableTracker:
 
 
 def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
-    """Arithmetic or a comparison with a symbolic int among numbers: one more node in the graph (sym_node.py)."""
+    """Arithmetic or a comparison with a symbolic int among numbers: one more node in the graph (sym_node.py).
+
+    Where this call's values make Python raise (``s0 // 0``, an overflow) or give a float that is not finite
+    (``inf % s0``, ``nan - s0``), the symbols are specialised and Python computes it: sympy cannot represent
+    such a value (evaluating it failed inside the ShapeEnv), and a guard on the values is what the answer needs.
+    """
     if any(isinstance(a, SymNodeVariable) for a in args) and all(is_numeric(a) for a in args):
+        if not finite_on_hints(op, args):
+            return fold(tx, op, [a.as_python_constant() for a in args], {})
         return call_graph_op(tx, "call_function", OUT_OF_PLACE.get(op, op), args, {})
     return None
 
 
+def finite_on_hints(op: Callable, args: list) -> bool:
+    """``op`` on this call's values neither raises nor gives an infinite or NaN float (unknown values pass)."""
+    values = [a.sym_num.node.hint if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args]
+    if any(v is None for v in values):
+        return True
+    try:
+        result = op(*values)
+    except Exception:  # noqa: BLE001 - Python raises for these values: folding raises it
+        return False
+    return not isinstance(result, float) or math.isfinite(result)
+
+
 def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if not isinstance(a, TensorVariable) and op in IN_PLACE_OPERATORS:
+            op = number_in_place_with_tensor(op, a)
         result = call_graph_op(tx, "call_function", _printable(op, a), [a, b], {})
         if op.__name__.startswith("i") and isinstance(a, TensorVariable) and op is not operator.is_:
             return a  # x += y mutates x and returns it
@@ -187,7 +208,11 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
             unimplemented(f"can only concatenate {a.python_type().__name__} to the same type")
         return type(a)(a.items + b.items) if type(a) in (ListVariable, TupleVariable) else TupleVariable(a.items + b.items)
     if isinstance(a, BaseListVariable) and b.is_python_constant() and op in (operator.mul, operator.imul):
-        return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items * b.as_python_constant())
+        try:
+            items = a.items * b.as_python_constant()
+        except TypeError as e:  # [x] * 1.5: CPython's TypeError, observed
+            raise_as_observed(e, f"{op.__name__} raised TypeError: {e} while tracing")
+        return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(items)
     if (isinstance(a, DictViewVariable) or isinstance(b, DictViewVariable)) and op in SET_OPERATORS:
         return view_set_op(tx, op, a, b)
     if isinstance(a, DictVariable) and isinstance(b, DictVariable) and op in (operator.or_,):
@@ -197,6 +222,18 @@ def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> Varia
         dunder = f"__{op.__name__.strip('_')}__"
         return a.call_method(tx, dunder, [b], {})
     unimplemented(f"operator {op.__name__} on {a.describe()} and {b.describe()}")
+
+
+def number_in_place_with_tensor(op: Callable, a: VariableTracker) -> Callable:
+    """``n += t`` with a number ``n`` and a tensor ``t``: a number has no ``__iadd__``, so Python computes
+    ``n + t`` (a new tensor) and rebinds ``n``; the graph records the out-of-place operator.  Recorded as
+    ``operator.iadd(3, t)`` it was an FX node that prints as ``3 += t`` (a SyntaxError when the graph's code is
+    compiled).  A list or another object with its own in-place method (``xs += t`` extends ``xs`` by the
+    tensor's rows) runs in Python at a graph break."""
+    if not is_numeric(a) or op not in OUT_OF_PLACE:
+        unimplemented(f"in-place {op.__name__} of {a.describe()} with a tensor",
+                      "Python runs it at a graph break; write `v = v + t` to keep one graph")
+    return OUT_OF_PLACE[op]
 
 
 def is_sequence(v: VariableTracker) -> bool:

@@ -19,7 +19,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 from torch.utils._pytree import tree_map
 
 from ..dynamic_shapes import concrete, is_symbolic
-from ..exc import unimplemented
+from ..exc import refuse_frame, unimplemented
 from .base import BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable
 from .ctx_manager import tracing_autocast
@@ -76,8 +76,12 @@ class TensorVariable(VariableTracker):
     def unpack_var_sequence(self, tx):
         if self.example_value.dim() == 0:
             unimplemented("iterating over a 0-d tensor")
-        return [call_graph_op(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {})
-                for i in range(self.example_value.shape[0])]
+        # The graph reads row i as x[i] (upstream's nodes); the fake rows are made as Tensor.__iter__ makes the
+        # real ones, by one unbind: multi-output views, which autograd refuses to use once x is written in place
+        # (`for row in x: x.add_(1); x + row` raises in eager; tracing meets the same error: grad_leaves_of).
+        rows = run_fake(tx, "call_function", torch.unbind, [self.as_fake()], {})
+        return [wrap_fx_result(tx, tx.output.create_proxy("call_function", operator.getitem, (self.as_proxy(), i), {}),
+                               row) for i, row in enumerate(rows)]
 
     # --- attributes ---------------------------------------------------------------------------------------
     def var_getattr(self, tx, name):
@@ -126,6 +130,8 @@ class TensorVariable(VariableTracker):
             # be dropped as dead code, so ``y.grad`` stayed None after backward.  Eager runs it on the real tensor.
             unimplemented(f"`Tensor.{name}()` changes the tensor's autograd state",
                           "the graph breaks there; call it outside the compiled function to keep one graph")
+        if name == "requires_grad_":
+            return self.requires_grad_(*args, **kwargs)
         if name in CONSTANT_METHODS:
             return self._constant_method(tx, name, args, kwargs)
         if name in ("type",) and not args and not kwargs:
@@ -150,6 +156,16 @@ class TensorVariable(VariableTracker):
         if is_inplace_method(name) and isinstance(result, TensorVariable):
             return self  # x.add_(y) returns x itself
         return result
+
+    def requires_grad_(self, requires_grad: VariableTracker | None = None) -> VariableTracker:
+        """``x.requires_grad_(flag)``, as upstream's ``method_requires_grad_``: a no-op when ``x`` already has
+        that flag, else a graph break -- the flag of the tensor object itself changes (an input's, seen by the
+        caller), which a graph cannot do (AOTAutograd refused ``requires_grad_(False)`` of an input leaf)."""
+        flag = True if requires_grad is None else requires_grad.as_python_constant()
+        if bool(flag) == self.example_value.requires_grad:
+            return self
+        unimplemented("`Tensor.requires_grad_()` changes the tensor's requires_grad flag",
+                      "the graph breaks there; set it outside the compiled function to keep one graph")
 
     def _constant_method(self, tx, name, args, kwargs):
         if name == "__len__":
@@ -183,13 +199,27 @@ def is_sym_int(vt: VariableTracker) -> bool:
     return isinstance(vt, SymNodeVariable) and vt.python_type() is int
 
 
+def grad_leaves_of(fake_args: list) -> list:
+    """The tensors among an op's arguments that are leaves requiring grad (see ``check_no_new_grad_leaf``).
+
+    Autograd refuses some tensors outright: a row of ``for row in x`` (a view made by ``unbind``, which returns
+    several views) once ``x`` was written in place.  Eager raises its RuntimeError at the first use of the row;
+    the fake tensor raises it here, reading ``is_leaf``.  The whole frame runs eagerly, so Python raises it: at a
+    graph break the row would be the graph's ``x[i]``, which autograd accepts (TensorVariable.unpack_var_sequence)."""
+    try:
+        return [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
+    except RuntimeError as e:
+        refuse_frame(f"autograd refuses an argument: {str(e).splitlines()[0][:200]}", "eager raises this error")
+
+
 def call_graph_op(tx, kind: str, target: Any, args: list, kwargs: dict) -> VariableTracker:
     """Add one FX node and run it on fake tensors; wrap what it returns (``wrap_fx_proxy`` upstream)."""
     proxy_args, proxy_kwargs = [a.as_proxy() for a in args], {k: v.as_proxy() for k, v in kwargs.items()}
     fake_args, fake_kwargs = [a.as_fake() for a in args], {k: v.as_fake() for k, v in kwargs.items()}
-    grad_leaves = [a for a in fake_args if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf]
+    grad_leaves = grad_leaves_of(fake_args)
     check_bool_subtraction(target, fake_args)
     check_in_place_result_type(target, fake_args)
+    check_matmul_dtypes(tx, target, fake_args)
     if writes_in_place(target, kwargs) or draws_random(target):
         tx.output.side_effects.writes += 1  # see [Note: eager generators]
     example = run_fake(tx, kind, target, fake_args, fake_kwargs)
@@ -263,6 +293,28 @@ def check_in_place_result_type(target: Any, fake_args: list) -> None:
         result = torch.promote_types(result, torch.result_type(self, other))
     if not torch.can_cast(result, self.dtype):
         unimplemented(f"in-place op whose result type {result} cannot be cast to {self.dtype} (eager raises)")
+
+
+MATMULS = {operator.matmul, operator.imatmul, torch.matmul, torch.mm, torch.bmm, torch.mv, torch.addmm, torch.addmv,
+           torch.nn.functional.linear, "matmul", "mm", "bmm", "mv", "addmm", "addmv", "__matmul__", "__rmatmul__"}
+
+
+def check_matmul_dtypes(tx, target: Any, fake_args: list) -> None:
+    """Eager refuses ``a @ b`` when the two tensors' dtypes differ (``expected m1 and m2 to have the same dtype``;
+    ``linear`` and ``addmm`` check their bias too), and the meta functions fake tensors run for ``mm``, ``bmm``,
+    ``mv`` and ``addmm`` do not: the float64 result would let a compiled graph raise only when it runs, past the
+    user's ``except``, or not at all when its result is dead.  So it is a graph break: eager raises the error.
+    Under autocast the operands are cast to one dtype first: nothing to refuse."""
+    if any(enabled for enabled, _ in tx.output.autocast_state):
+        return
+    try:
+        if target not in MATMULS:
+            return
+    except TypeError:  # an unhashable target: not one of these
+        return
+    dtypes = {a.dtype for a in fake_args[:3] if isinstance(a, torch.Tensor)}
+    if len(dtypes) > 1:
+        unimplemented(f"matrix product of tensors of dtypes {sorted(map(str, dtypes))} (eager raises)")
 
 
 AUTOGRAD_STATE_METHODS = frozenset({"retain_grad", "register_post_accumulate_grad_hook"})

@@ -81,9 +81,18 @@ def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> 
             outs = list(compiled_fw(*args))
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, outs[n:])
-        return _user_outputs(meta, outs[:n])
+        return _user_outputs(meta, _without_grad(outs[:n], meta))
 
     return runtime
+
+
+def _without_grad(outs: list, meta: ViewAndMutationMeta) -> list:
+    """The inference path's outputs, none requiring grad -- but a view of an input that requires grad takes
+    ``requires_grad`` from its base even when made under ``no_grad``: ``x.detach()`` (``aten.alias(x)`` in an ATen
+    graph run as it is, a reinterpreted input buffer in a compiled one) came back requiring grad where eager's
+    does not (translator fuzz round 10).  Such an output is detached; the views eager itself made under
+    ``no_grad`` (``meta.no_grad_views``) keep their flag, as eager's do."""
+    return [o.detach() if o.requires_grad and k not in meta.no_grad_views else o for k, o in enumerate(outs)]
 
 
 def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:

@@ -2,7 +2,7 @@
 containers and inputs -- guarded), ``__slots__``, ``__call__``, a user ``__getattribute__``, a dataclass made in
 the frame, and zero-argument ``super()`` in a method that breaks.
 
-Found by differential fuzzing (rounds 4 to 6, and 8).  Every test compares with the plain function (results, exceptions'
+Found by differential fuzzing (rounds 4 to 6, 8 and 10).  Every test compares with the plain function (results, exceptions'
 types and args, the inputs afterwards) and counts graphs, graph breaks, recompiles and eager fallbacks.
 Budget: ~2 s.
 """
@@ -280,3 +280,28 @@ def test_super_in_a_method_whose_self_is_a_cell_runs_it_eagerly():
     assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, _Child()), expected)
     # fn breaks at the call; the method itself cannot be split (its resume function would not see `self`)
     assert "graph_break() was called" in _fallback_reasons() and "internal error" not in _fallback_reasons()
+
+
+# --- `del obj.name` then `obj.name = v` moves the name to the end of vars(obj) (fuzz round 10) ---------------------
+# The replay stored the new value only, so the name kept its old place in the instance's __dict__: vars(obj)
+# (and its repr, and everything iterating it) listed the attributes in another order than Python.
+
+class _Pair:
+    def __init__(self):
+        self.w = 1
+        self.k = 2
+
+
+def test_an_attribute_deleted_and_stored_again_moves_to_the_end_of_vars():
+    def fn(x, obj):
+        del obj.w
+        obj.w = 3
+        obj.new = 4
+        del obj.new
+        obj.new = 5  # made and dropped while tracing: the replay's drop finds nothing to drop
+        return x + 1
+
+    _check(fn, X, _Pair())  # compares vars() of the argument afterwards, in order
+    obj = _Pair()
+    minidynamo.minicompile(fn, backend="eager")(X, obj)
+    assert list(vars(obj)) == ["k", "w", "new"]

@@ -3,7 +3,7 @@
 tensors, builtins called with arguments they do not take, and builtin constructors whose object must be made
 afresh on every call (an iterator, a ``bytearray``).
 
-Found by differential fuzzing (rounds 4 to 7).  Every test runs a small program eagerly and compiled (on deep copies
+Found by differential fuzzing (rounds 4 to 7, and 10).  Every test runs a small program eagerly and compiled (on deep copies
 of the same inputs), compares the results -- values, dtypes, exceptions' types and args -- and the inputs afterwards
 (a mutation must reach the caller's list, dict or set), then counts graphs, graph breaks and eager fallbacks.
 Budget: ~2 s.
@@ -350,3 +350,36 @@ def test_a_mutable_builtin_object_is_made_fresh_on_every_call():
     assert dict(minidynamo.counters["graph_break"]) == {
         "constructing a bytearray object while tracing: folded, one real object would serve every call": 1}
     assert cnt.frame_count == 1 and not minidynamo.counters["eager_fallback"]
+
+
+# --- a tensor where the translator folds Python over constants (fuzz round 10) --------------------------------------
+
+def test_a_tensor_added_to_a_set_is_a_graph_break_not_an_internal_error():
+    """``{v % 3 for v in xs}`` with a tensor among ``xs``: ``SET_ADD`` folds ``set.add`` over constants, and the
+    tensor raised ``NotConstant`` -- an internal error, the whole frame eager.  Any handler that meets a traced
+    value where it needs a constant now breaks the graph there ([Note: a value that must be a constant])."""
+    def fn(x, xs):
+        s = {v % 3 for v in xs}
+        return x + len(s)
+
+    _check(fn, X, [torch.tensor(1), 2], graphs=1, breaks=2)  # 3.11: the comprehension is a frame; then len(s)
+    assert "SET_ADD needs a Python constant" in " ".join(minidynamo.counters["graph_break"])
+
+
+def test_a_number_in_place_with_a_tensor_is_the_out_of_place_operator():
+    """``n += t`` with an int ``n``: an int has no ``__iadd__``, so Python computes ``n + t``.  The graph recorded
+    ``operator.iadd(3, t)``, which FX prints as ``3 += t``: a SyntaxError compiling the graph's code.  A list
+    ``+=`` a tensor extends the list by the tensor's rows: Python runs it at a graph break."""
+    def numbers(x, n):
+        n += x.sum()
+        m = True
+        m *= x
+        return n, m
+
+    _check(numbers, X, 3)
+
+    def a_list(x, xs):
+        xs += x * 2
+        return x + 1
+
+    _check(a_list, X, [1], graphs=2, breaks=1)

@@ -12,6 +12,7 @@ import minidynamo
 from minidynamo import config, counters
 from minidynamo.exc import ConstraintViolationError
 from minidynamo.testing import CompileCounter
+from minidynamo.testing import outcome as _outcome
 from minidynamo.testing import same as _same
 
 
@@ -176,6 +177,44 @@ def test_min_max_over_mixed_int_and_float_sizes_return_the_winning_object():
         got, want = compiled(x), f(x)
         assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]] and got[1:] == want[1:]
     assert not counters["eager_fallback"]
+
+
+def test_a_symbolic_int_with_an_infinite_or_nan_float_is_computed_by_python():
+    """``n ** 2 % 6`` with ``n = inf`` is NaN, and ``nan - d["k"]`` with a symbolic ``d["k"]`` made a SymFloat the
+    ShapeEnv could not evaluate (``AssertionError: nan != nan``, an internal error).  Where this call's values
+    raise or give a non-finite float, the symbols are specialised and Python computes it (translator fuzz round
+    10)."""
+    def f(x, n, d):
+        n = n ** 2 % 6
+        n -= d["k"]
+        return x + 1, n, d["k"] / n if n else 0.0
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    for n, k in ((3, 4), (float("inf"), 2), (float("nan"), 6), (2.5, 7), (2, 8)):
+        got, want = compiled(torch.ones(2), n, {"k": k}), f(torch.ones(2), n, {"k": k})
+        assert torch.equal(got[0], want[0]) and str(got[1:]) == str(want[1:]), (got, want)  # str: nan == nan
+    assert "L['d']['k']" in counters["automatic_dynamic"]
+    assert not counters["eager_fallback"] and not counters["graph_break"]
+
+
+def test_an_int_beyond_int64_is_never_a_symbol():
+    """A symbolic int is an int64 in the graph.  ``n`` became a symbol after 38, 39; then ``2 ** 70`` passed its
+    guard (``type is int``), and the graph raised on ``x[0] = n`` after the frame's side effect (``d["m"] = 1``)
+    was left to replay: the caller's dict was not updated.  The guard of a symbolic int checks the int64 range
+    (SYMINT_MATCH), and such an int is traced as a constant; eager raises the overflow itself (fuzz round 10)."""
+    def f(x, n, d):
+        d["m"] = 1
+        x[0] = n
+        return x
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    for n in (38, 39, 2 ** 70, 40):
+        mine, theirs = {}, {}
+        got = _outcome(compiled, (torch.ones(3), n, mine))
+        assert _same(got, _outcome(f, (torch.ones(3), n, theirs))) and mine == theirs == {"m": 1}, (got, mine)
+    assert "L['n']" in counters["automatic_dynamic"]
+    assert list(counters["graph_break"]) == ["`setitem` failed on fake tensors: ValueError: Overflow when unpacking long long"]
+    assert "SYMINT_MATCH" in minidynamo.show_guards(compiled)
 
 
 def test_data_dependent_shapes_still_break():

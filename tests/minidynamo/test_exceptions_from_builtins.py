@@ -6,7 +6,8 @@ translator or a refusal, both hidden by the eager fallback.  Now the exception i
 stays one graph; uncaught, the frame breaks there and Python raises it natively.  Every test compares with plain
 CPython -- values, the exception's type and ``args`` -- and counts graphs, breaks and eager fallbacks.
 Exceptions leaving ``with`` blocks, ``finally`` and ``except`` clauses are in ``test_exceptions_and_with.py``.
-(Pinned by the seventh session's fixes of translator errors; once named ``test_translator_errors_seventh.py``.)
+(Pinned by the seventh session's fixes of translator errors; once named ``test_translator_errors_seventh.py``;
+``range`` and ``len`` by translator fuzz round 10.)
 Budget: ~3 s.
 """
 import collections
@@ -66,6 +67,17 @@ class _Net(torch.nn.Module):
 
 _net = _Net()
 _A, _FIVE, _NONE = "a", 5, None  # globals, not literals: Python and ruff warn about `(x, 1)["a"]`, `1 in 5`
+_HALF, _ZERO = 1.5, 0
+
+
+class _Sized:
+    """``len()`` of it is whatever its ``__len__`` returns, as ``slot_sq_length`` takes it (fuzz round 10)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
 
 # (name, op, the exception CPython raises or None): each op runs inside `_caught`
 CAUGHT = [
@@ -116,6 +128,14 @@ CAUGHT = [
     ("compare_int_and_str", lambda x: 1 < _A, TypeError),
     # 5. a module list's index out of range: its args are readable in the handler
     ("module_list_out_of_range", lambda x: _net.layers[3], IndexError),
+    # 6. range(), len() and list repetition check what they are given (fuzz round 10: internal errors, and 2.5
+    #    for a length)
+    ("range_of_a_float", lambda x: list(range(_HALF)), TypeError),
+    ("range_step_zero", lambda x: list(range(0, 3, _ZERO)), ValueError),
+    ("len_returning_a_float", lambda x: len(_Sized(2.5)), TypeError),
+    ("len_returning_a_negative_int", lambda x: len(_Sized(-1)), ValueError),
+    ("len_returning_true", lambda x: len(_Sized(True)), None),
+    ("list_times_a_float", lambda x: [x] * _HALF, TypeError),
 ]
 
 
