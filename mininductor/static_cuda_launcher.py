@@ -29,8 +29,9 @@ list (``cuFuncGetParamInfo``: offset and size of every parameter) and is used on
 we do not handle -- tensor descriptors, tuples, clusters, cooperative or PDL launches, scratch memory, a size
 that disagrees, no GPU driver -- returns None, and the caller launches through Triton as before.
 
-Left out (upstream's C++ launcher has them): bf16/fp16/bool scalar arguments, a check on every launch that each
-pointer is device memory (ours checks the first launch of each argument specialization: ``runtime.DirectLauncher``).
+Left out (upstream's C++ launcher has them): bf16/fp16/bool scalar arguments.
+
+Off by default for now (``config.static_cuda_launcher``, ``MINICOMPILE_STATIC_CUDA_LAUNCHER=1``): see chapter 8.
 """
 from __future__ import annotations
 
@@ -281,7 +282,7 @@ class StaticallyLaunchedCudaKernel:
         self.stream = ctypes.c_void_p(0)  # the stream of the last launch, as the pointer cuLaunchKernel takes
 
     def launch(self, args, grid: tuple[int, int, int], stream: int) -> None:
-        values = [args[k].data_ptr() if pointer else args[k] for k, pointer in self.slots]
+        values = [self._pointer(args[k], k) if pointer else args[k] for k, pointer in self.slots]
         with self.lock:
             struct.pack_into(self.fmt, self.buffer, 0, *values)
             result = self._launch(grid, stream)
@@ -290,6 +291,15 @@ class StaticallyLaunchedCudaKernel:
                 result = self._launch(grid, stream)
         if result != 0:
             check(self.lib, result, f"cuLaunchKernel({self.name})")
+
+    def _pointer(self, tensor, index: int) -> int:
+        """A tensor argument's address, which must be memory of the kernel's device: a host pointer would make the
+        kernel fault (an illegal memory access that ends the process's CUDA context) where Triton's launcher, which
+        checks every pointer, raises.  A compiled graph called without guards (``compile_fx_inner``'s result) can
+        be handed CPU tensors."""
+        if tensor.get_device() != self.device:
+            raise ValueError(f"{self.name}: argument {index} is on {tensor.device}, not on cuda:{self.device}")
+        return tensor.data_ptr()
 
     def _launch(self, grid: tuple[int, int, int], stream: int) -> int:
         if self.stream.value != (stream or None):

@@ -67,11 +67,14 @@ def stand_in_kernel(lib) -> scl.StaticallyLaunchedCudaKernel:
 
 
 class Pointer:
-    def __init__(self, address):
-        self.address = address
+    def __init__(self, address, device=0):
+        self.address, self.device = address, device
 
     def data_ptr(self):
         return self.address
+
+    def get_device(self):
+        return self.device
 
 
 def test_launch_packs_each_argument_where_its_parameter_points():
@@ -85,6 +88,14 @@ def test_launch_packs_each_argument_where_its_parameter_points():
                                                                                          0x7000_0000_2000]
     assert struct.unpack("=i", values[2])[0] == 1000 and values[3] == values[4] == bytes(8)  # NULL scratch
     assert shape2[1:4] == (3, 2, 1) and struct.unpack("=i", values2[2])[0] == 2**31 - 1
+
+
+def test_a_tensor_of_another_device_is_refused_before_the_launch():
+    # a host pointer handed to a kernel would fault and end the CUDA context; Triton's launcher raises instead
+    lib = StandInDriver()
+    with pytest.raises(ValueError, match="argument 1 is on"):
+        stand_in_kernel(lib).launch((Pointer(16), Pointer(32, device=-1), 4, 128), (1, 1, 1), stream=0)
+    assert lib.launches == []
 
 
 def test_a_failed_launch_raises_with_the_drivers_message():
@@ -104,14 +115,19 @@ def test_only_plain_kernels_are_launchable():
         assert not scl.launchable(kernel(**meta)), meta
 
 
-@pytest.mark.skipif(DEVICE == "cuda", reason="the CPU has no CUDA driver to load")
-def test_without_a_driver_nothing_is_loaded():
-    assert scl.driver() is None and scl.load(object()) is None
+def test_without_a_driver_or_a_plain_kernel_nothing_is_loaded():
+    assert scl.load(object()) is None  # no metadata: not launchable, whether or not this machine has a driver
 
 
 # --- on a GPU --------------------------------------------------------------------------------------------------
 
 gpu = pytest.mark.skipif(DEVICE != "cuda", reason="launches real kernels (MININDUCTOR_TEST_DEVICE=cuda)")
+
+
+@pytest.fixture(autouse=True)
+def static_launcher_on(monkeypatch):
+    """Opt-in by default (config.static_cuda_launcher): these tests turn it on."""
+    monkeypatch.setattr(config, "static_cuda_launcher", True)
 
 
 @gpu

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .utils import assert_same, check
+from .utils import DEVICE, assert_same, check
 
 torch.manual_seed(0)
 X = torch.randn(6, 10, 7)
@@ -35,7 +35,7 @@ def test_reshape_through_a_size_1_dim_reads_linearly():
     compiled = check(lambda x: x[::2].reshape(-1) * 2, torch.randn(2, 8), kernels=1)
     assert "tl.load(in_ptr0 + (xindex)" in compiled.source
     compiled = check(fn, torch.randn(2, 8), kernels=1)
-    x = torch.randn(2, 8)
+    x = torch.randn(2, 8, device=DEVICE)
     ours, theirs = compiled(x), fn(x)
     ours[1].add_(1)
     theirs[1].add_(1)
