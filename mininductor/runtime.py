@@ -434,8 +434,9 @@ class DirectLauncher:
             from triton.runtime import driver
             names = list(fn.arg_names)
             constexprs = [cfg[name] for name in names[len(args):]]
-            # ``run`` is looked up on the class: reading it on the kernel builds Triton's launcher
-            if len(names) != len(args) + len(constexprs) or not hasattr(type(kernel), "run") or not all(
+            # ``run`` is looked up without reading it: on Triton 3.6 reading it builds Triton's C launcher
+            has_run = hasattr(type(kernel), "run") or "run" in vars(kernel)
+            if len(names) != len(args) + len(constexprs) or not has_run or not all(
                     hasattr(kernel, a) for a in ("function", "packed_metadata", "launch_metadata")):
                 return None  # an unknown Triton: keep the general path
             return DirectLauncher(kernel, grid, constexprs, driver.active, args)
