@@ -7,8 +7,8 @@ hosts as much as compilers. Here every round times each compiler once, back to b
 over the rounds is reported: ratios taken this way are what the docs compare. Wall time per call with a sync at
 the end of each batch of calls (the tutorial MoE syncs inside every forward anyway: one ``nonzero`` per expert).
 
-``--launcher-ab`` adds minicompile with our own launcher (``static_cuda_launcher.py``, opt-in) beside Triton's in the
-same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing.
+``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
+the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing.
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first.
 """
@@ -94,9 +94,9 @@ def main() -> None:
         models["torch.compile"] = torch.compile(copy.deepcopy(base))
     before = {name: None for name in models}
     if args.launcher_ab:  # the same compiled model, launched each way
-        models["minicompile, static launcher"] = models["minicompile"]
-        before["minicompile"] = lambda: use_static_launcher(False)
-        before["minicompile, static launcher"] = lambda: use_static_launcher(True)
+        models["minicompile, Triton's launcher"] = models["minicompile"]
+        before["minicompile"] = lambda: use_static_launcher(True)
+        before["minicompile, Triton's launcher"] = lambda: use_static_launcher(False)
 
     with torch.no_grad():
         for model in models.values():

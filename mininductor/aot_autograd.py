@@ -66,7 +66,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from mininductor import partitioners
+from mininductor import partitioners, reinplace
 
 from ._aot_autograd.collect_metadata_analysis import collect_metadata
 from ._aot_autograd.graph_capture_wrappers import BackwardFailsInEager, trace_forward, trace_joint
@@ -338,6 +338,8 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
     with fake_mode:
         joint = trace_joint(fn, meta, fake_args, decompositions)
     fw_gm, bw_gm = partition_fn(joint, fake_args, num_fwd_outputs=meta.num_fw_outputs)
+    fw_gm.meta["input_mutations"] = _in_place_candidates(fw_gm, meta)  # [Note: input mutations in training]
+    reinplace.drop_input_clones(fw_gm, fw_gm.meta["input_mutations"])
     stats = partitioners.partition_stats(fw_gm, bw_gm, meta.num_fw_outputs)
     graphs = AOTGraphs(fw_graph=fw_gm, bw_graph=bw_gm, joint_graph=joint, stats=stats,
                        mutated_inputs=list(meta.mutated_inputs))
@@ -354,7 +356,24 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
     if compile_bw_now:  # ([Note: dynamic shapes in AOTAutograd], 3.)
         compile_bw()
     grads = list(joint.graph.find_nodes(op="output")[0].args[0])[meta.num_fw_outputs:]
-    return make_autograd_runtime(graphs.compiled_fw, compile_bw, meta, [g is not None for g in grads]), graphs
+    return make_autograd_runtime(graphs.compiled_fw, compile_bw, meta, [g is not None for g in grads],
+                                 in_place=frozenset(fw_gm.meta["input_mutations"])), graphs
+
+
+def _in_place_candidates(fw_gm: torch.fx.GraphModule, meta: ViewAndMutationMeta) -> dict[int, int]:
+    """``{input position: forward output position}`` of the mutated inputs a compiler may write in place in a
+    training forward (reinplace.py decides which it does): those whose new value requires grad and is returned
+    once -- the runtime then marks the input dirty ([Note: input mutations in training])."""
+    placeholders = list(fw_gm.graph.find_nodes(op="placeholder"))
+    outputs = list(fw_gm.graph.find_nodes(op="output")[0].args[0])
+    if len(placeholders) < meta.num_inputs:
+        return {}
+    found = {}
+    for k, i in enumerate(meta.mutated_inputs):
+        pos = meta.num_tensor_outputs + k
+        if meta.mutation_requires_grad[k] and sum(o is outputs[pos] for o in outputs) == 1:
+            found[i] = pos
+    return found
 
 
 def _placeholder_vals(gm: torch.fx.GraphModule) -> list:

@@ -114,6 +114,6 @@ def patch(**changes):
 # Launch compiled GPU kernels through their binary's launcher after the first call (see runtime.DirectLauncher).
 direct_launch: bool = os.environ.get("MINICOMPILE_DIRECT_LAUNCH", "1") != "0"
 # Launch GPU kernels with our own cuLaunchKernel call (static_cuda_launcher.py) rather than the C launcher Triton
-# 3.6 compiles for each new argument signature; kernels it cannot launch still go through Triton. Opt-in until the
-# whole CUDA suite has passed with it (docs/08-triton-codegen.md).
-static_cuda_launcher: bool = os.environ.get("MINICOMPILE_STATIC_CUDA_LAUNCHER", "0") == "1"
+# 3.6 compiles for each new argument signature; kernels it cannot launch still go through Triton. On by default
+# since the CUDA suite passed with it (docs/08-triton-codegen.md); MINICOMPILE_STATIC_CUDA_LAUNCHER=0 turns it off.
+static_cuda_launcher: bool = os.environ.get("MINICOMPILE_STATIC_CUDA_LAUNCHER", "1") != "0"

@@ -22,7 +22,11 @@ The two shapes of write-back we see:
   ``gm.meta["input_mutations"]``: placeholder position -> output position; the runtime skips the copy when
   the graph returns the input itself).
 
-Only inference graphs are reinplaced: in a training graph the old value may be saved for the backward.
+Training forwards are reinplaced too, for the mutated inputs AOTAutograd offers (the new value requires grad and
+is returned once; the runtime marks the input dirty: [Note: input mutations in training] in
+``_aot_autograd/runtime_wrappers.py``). If the backward saves the old value, the placeholder has that reader too,
+and the copy stays. There the scatter's input is AOTAutograd's clone of the input (``_grad_clone``, so that
+autograd allows the in-place op in the joint graph); ``drop_input_clones`` lets the scatter read the input itself.
 
 Upstream: ``torch/_inductor/fx_passes/reinplace.py`` (``reinplace_inplaceable_ops``), which rewrites the
 functional scatter into its in-place op when the mutated input's old value has no later reader.
@@ -55,6 +59,25 @@ def reinplaceable_scatters(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, int]
         if written_back or returned:
             found[node] = pos
     return found
+
+
+def drop_input_clones(gm: torch.fx.GraphModule, positions) -> None:
+    """Make each ``clone(arg)`` that is the only use of the input ``arg`` at one of ``positions`` read ``arg``.
+
+    A functional graph never writes its values, so a clone and its source are interchangeable wherever they are
+    read: the graph computes the same values, and a scatter that read the clone may now be found writing into the
+    input (``reinplaceable_scatters``).  An overlapping (``expand``ed) input keeps its copy there all the same
+    (``non_overlapping``)."""
+    placeholders = list(gm.graph.find_nodes(op="placeholder"))
+    for pos in positions:
+        if pos >= len(placeholders):
+            continue
+        users = list(placeholders[pos].users)
+        if len(users) == 1 and users[0].op == "call_function" and users[0].target is aten.clone.default and \
+                users[0].kwargs.get("memory_format") in (None, torch.preserve_format):
+            users[0].replace_all_uses_with(placeholders[pos])
+            gm.graph.erase_node(users[0])
+    gm.recompile()
 
 
 def non_overlapping(size, stride) -> bool:

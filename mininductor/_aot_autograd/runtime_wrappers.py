@@ -68,6 +68,8 @@ def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
     The backward needs the value from *before* the mutation (and autograd would rightly refuse a tensor whose version
     changed after it was saved).
     """
+    if not mutated:
+        return saved
     storages = {m.untyped_storage().data_ptr() for m in mutated}
     return [s.clone() if s.untyped_storage().data_ptr() in storages else s for s in saved]
 
@@ -174,13 +176,15 @@ class OutputAliasPlan:
 
     @staticmethod
     def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
+        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]
+        if not views and not meta.no_grad_views:  # the usual case, decided without reading any input
+            return NO_ALIASES
         plan = OutputAliasPlan({}, [])
         inputs = {_storage_key(a): i for i, a in enumerate(args)
                   if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs
                   and _no_overlap(a)}
         plain = {_storage_key(o): j for j, (o, rg) in enumerate(zip(outs, requires_grad))
                  if rg and not o._is_view()}
-        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]
         by_storage = collections.defaultdict(list)
         for k in views:
             by_storage[_storage_key(outs[k])].append(outs[k])
@@ -224,14 +228,35 @@ class OutputAliasPlan:
         return grad_outs
 
 
+NO_ALIASES = OutputAliasPlan({}, [])  # the plan of a call none of whose outputs is a view (shared: never changed)
+
+
+# [Note: input mutations in training]
+# A training forward that changes an input (the tutorial MoE's ``outputs.index_add_`` once per expert) would
+# return the new value in a fresh buffer, a copy of the input plus the scatter, and the runtime would ``copy_`` it
+# back ([Note: input mutations]): two extra passes over the input in the forward, and in the backward autograd's
+# ``CopyBackwards`` (a zero-filled gradient for the overwritten value, then a sum with ours).  So, as for
+# inference graphs (reinplace.py), the scatter may write into the input itself when nothing else reads the input's
+# old value -- nothing saved for the backward does, or reinplace.py leaves the copy.  The Function then tells
+# autograd with ``ctx.mark_dirty``: the input's history now ends in this node, exactly what eager's in-place op does
+# (``IndexAddBackward`` there), and the backward graph's gradient for that input is its old value's.  Candidates
+# are the mutations whose new value requires grad (``_in_place_candidates`` in aot_autograd.py).  What autograd
+# refuses in a custom Function's in-place write but eager allows -- a view (eager rebases its base's history) or a
+# leaf that requires grad (a write eager made under ``no_grad``) -- gets the old path at call time: the graph writes
+# into a clone (recorded by autograd), which is copied back.  Upstream keeps such mutations in the copy-back
+# epilogue (``keep_input_mutations`` covers inference and inputs without grad); this is a deviation, for the
+# host time of three ops per expert.
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
-                          num_grads: list[bool]) -> Callable:
+                          num_grads: list[bool], in_place: frozenset[int] = frozenset()) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
 
-    ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``.
+    ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``; ``in_place`` lists the
+    mutated inputs the forward may write in place ([Note: input mutations in training]).
     """
     n_fw = meta.num_fw_outputs
     fw_rg = meta.fw_output_requires_grad
+    all_differentiable = all(fw_rg)
+    new_value_slots = [(i, meta.num_tensor_outputs + k) for k, i in enumerate(meta.mutated_inputs) if i in in_place]
 
     plans: list[OutputAliasPlan] = []  # forward -> runtime: how to re-make this call's aliased outputs
 
@@ -239,9 +264,15 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         @staticmethod
         def forward(ctx, *args):
             outs = list(compiled_fw(*args))
-            fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
+            dirty = [args[i] for i, slot in new_value_slots if outs[slot] is args[i]]
+            if dirty:
+                ctx.mark_dirty(*dirty)
+            if all_differentiable:  # the usual case: nothing to detach or mark
+                fw_outs, saved = outs[:n_fw], outs[n_fw:]
+            else:
+                fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
+                ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
             ctx.save_for_backward(*_unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs]))
-            ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
             ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta)
             plans.append(plan)
             return (*fw_outs, *plan.bases)
@@ -263,13 +294,27 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         # inside): ``apply`` under no_grad would return plain tensors.  Outputs eager computed without grad are
         # marked non-differentiable in ``forward``, so they stay plain either way.
         with torch.enable_grad():
-            outs = CompiledFunction.apply(*args)
+            fn_args = _writable_inputs(args, new_value_slots) if new_value_slots else args
+            outs = CompiledFunction.apply(*fn_args)
         n = meta.num_tensor_outputs
         user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
         _apply_mutations(args, meta, list(outs[n:n_fw]))
         return _user_outputs(meta, user_outs)
 
     return runtime
+
+
+def _writable_inputs(args: tuple, slots: list[tuple[int, int]]) -> tuple:
+    """``args``, with a clone in place of each input the forward may write in place but autograd would refuse to
+    see written by a custom Function: a view, or a leaf that requires grad ([Note: input mutations in training]).
+    The clone's new value is then copied back by ``_apply_mutations``, as for a graph that writes no input."""
+    if not any(args[i]._is_view() or (args[i].is_leaf and args[i].requires_grad) for i, _ in slots):
+        return args
+    args = list(args)
+    for i, _ in slots:
+        if args[i]._is_view() or (args[i].is_leaf and args[i].requires_grad):
+            args[i] = args[i].clone()
+    return tuple(args)
 
 
 def eager_if_inputs_alias(compiled: Callable, gm: torch.fx.GraphModule) -> Callable:

@@ -32,10 +32,14 @@ def test_low_precision_results_round_like_eager(dtype):
     """``(y + 1).float()`` with ``y`` bf16: eager rounds ``y + 1`` to bf16 first (``emulate_precision_casts``).
     On the GPU that needs the kernel compiled without FP contraction, or ``x * 3 - 1`` becomes one fp16 FMA
     ([Note: rounding survives only without FP contraction])."""
-    x = torch.randn(7, 13)
-    compiled = check(lambda x: ((x.to(dtype) + 1).float(), (x.to(dtype) * 3 - 1).exp().float(),
-                                (x.to(dtype) * 3 - 1).float()), x, atol=1e-6, rtol=1e-6, kernels=1)
+    x = torch.randn(7, 13, generator=torch.Generator().manual_seed(0))
+    compiled = check(lambda x: ((x.to(dtype) + 1).float(), (x.to(dtype) * 3 - 1).float()), x, atol=1e-6, rtol=1e-6,
+                     kernels=1)
     assert "fp_fusion=False" in compiled.source
+    # an exp of the rounded value: ``tl.exp`` (upstream's ``tl_math.exp`` too) is a fast fp32 exp, not CUDA's
+    # ``expf`` that eager calls, and a last-bit difference in fp32 lands on the other side of an fp16 rounding for
+    # about 1 fp16 element in 3,000 on an H200 (13th session): within one ulp, not bit-equal
+    check(lambda x: (x.to(dtype) * 3 - 1).exp().float(), x, atol=1e-6, rtol=torch.finfo(dtype).eps, kernels=1)
     gpu = KernelLauncher(None, "poi", 91, 1, "cuda", fp_fusion=False)  # configs only: nothing is launched
     assert all(cfg["enable_fp_fusion"] is False for cfg in gpu.configs)
     assert "enable_fp_fusion" not in KernelLauncher(None, "poi", 91, 1, "cpu", fp_fusion=False).configs[0]

@@ -126,7 +126,8 @@ gpu = pytest.mark.skipif(DEVICE != "cuda", reason="launches real kernels (MININD
 
 @pytest.fixture(autouse=True)
 def static_launcher_on(monkeypatch):
-    """Opt-in by default (config.static_cuda_launcher): these tests turn it on."""
+    """On by default (config.static_cuda_launcher), but MINICOMPILE_STATIC_CUDA_LAUNCHER=0 turns it off: these tests
+    turn it on."""
     monkeypatch.setattr(config, "static_cuda_launcher", True)
 
 

@@ -31,7 +31,7 @@ def check(fn, *args, atol=1e-5, rtol=1e-5, kernels=None, fallbacks=0, externs=No
     """Compile ``fn``, run it on clones of ``args``, and compare values, dtypes, shapes and input mutations
     with eager; optionally assert the kernel/fallback/extern counts. Returns the compiled callable."""
     metrics.reset()
-    args = [a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args]
+    args = [_clone(a, DEVICE) for a in args]
     with config.patch(mode=MODE) if MODE else contextlib.nullcontext():
         compiled = compile_fn(fn, *[_clone(a) for a in args])
         for _ in range(2 if MODE else 1):
@@ -65,15 +65,17 @@ def assert_same(actual, expected, atol=1e-5, rtol=1e-5):
             assert a == e
 
 
-def _clone(a):
-    """A copy with the same strides and storage offset (a plain clone would make it contiguous)."""
+def _clone(a, device=None):
+    """A copy (on ``device``, by default ``a``'s) with the same strides and storage offset: a plain clone or
+    ``.to(device)`` would make it contiguous, and a test of an offset view would then test a fresh tensor."""
     if not isinstance(a, torch.Tensor):
         return a
+    device = a.device if device is None else device
     if 0 in a.stride():  # an expanded tensor: clone the data once, expand again
         index = tuple(slice(0, 1) if st == 0 else slice(None) for st in a.stride())
-        return a[index].clone().expand(a.shape)
+        return a[index].to(device, copy=True).expand(a.shape)
     extent = a.storage_offset() + sum((s - 1) * st for s, st in zip(a.shape, a.stride())) + 1
-    base = torch.zeros(max(extent, 1), dtype=a.dtype, device=a.device)
+    base = torch.zeros(max(extent, 1), dtype=a.dtype, device=device)
     out = base.as_strided(a.shape, a.stride(), a.storage_offset())
     out.copy_(a)
     return out
@@ -110,7 +112,7 @@ def run_shapes(fn, make_args, shapes, dynamic=None):
 def raises_like_eager(fn, *args, fallbacks=None):
     """Eager raises; the compiled ``fn`` raises an exception of the same type (or a subclass) when it runs, or
     when it compiles (a fake kernel that checks what eager checks: then ``fallbacks`` is None)."""
-    args = [a.to(DEVICE) if isinstance(a, torch.Tensor) else a for a in args]
+    args = [_clone(a, DEVICE) for a in args]
     with pytest.raises(Exception) as eager:
         fn(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
     metrics.reset()
