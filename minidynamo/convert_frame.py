@@ -24,7 +24,7 @@ from . import config
 from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, without_frames
-from .graph_break import breaking_offset, can_break_at, cell_stores, tensors_to_output
+from .graph_break import breaking_offset, built_after_side_effects, can_break_at, cell_stores, tensors_to_output
 from .guards import GuardManager
 from .output_graph import OutputGraph
 from .source import LocalSource
@@ -148,13 +148,19 @@ def compile_and_return(tx, return_value: VariableTracker) -> list[Instr]:
     graph_outputs = {id(t): k for k, t in enumerate(outputs)}
     # Generate the tail first: if something cannot be rebuilt we refuse before compiling anything.
     tail = PyCodegen(tx, output.f_code, output.f_globals, graph_outputs)
-    tail(return_value)  # before any side effect changes what sources point to
+    after = built_after_side_effects(return_value)  # [Note: dict iterators see the mutated dict]
+    if not after:
+        tail(return_value)  # before any side effect changes what sources point to
     if output.side_effects.is_empty() and not cells:
         tail.append(Instr("RETURN_VALUE"))
     else:
-        tail.store_local("___return_value")
+        if not after:
+            tail.store_local("___return_value")
         output.side_effects.codegen(tail, cells)
-        tail.load_local("___return_value")
+        if after:
+            tail(return_value)
+        else:
+            tail.load_local("___return_value")
         tail.append(Instr("RETURN_VALUE"))
     name, sources = output.compile_subgraph(outputs)
     output.compiled_name = name

@@ -194,6 +194,37 @@ def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
     return list(out.values())
 
 
+def built_after_side_effects(value: VariableTracker) -> bool:
+    """Whether ``value`` reaches an iterator over an input dict, which must be rebuilt after the mutations.
+
+    [Note: dict iterators see the mutated dict]  CPython's dict iterator remembers the dict's size when it is
+    made and raises "dictionary changed size during iteration" at its next step if the size differs.  Traced
+    code that did ``d["a"] = 3`` and then ``it = iter(d.items())`` made its iterator over the *new* dict; the
+    real ``d`` gets the store only when the side effects are applied.  So such an iterator (or a value holding
+    one: ``enumerate(d.items())``) is rebuilt after the side effects, every other value before them (a value
+    reloaded from its source must be read before the mutation changes it).
+    """
+    found = False
+    seen: set[int] = set()
+
+    def walk(v):
+        nonlocal found
+        if found or not isinstance(v, VariableTracker) or id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, DictIteratorVariable):
+            found = v.dict_vt.source is not None
+        elif isinstance(v, LazyIteratorVariable):
+            for it in v.iterators:
+                walk(it)
+        elif isinstance(v, (BaseListVariable, ListIteratorVariable)) and v.source is None:
+            for item in v.items:
+                walk(item)
+
+    walk(value)
+    return found
+
+
 NOT_BREAKABLE = {"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "LOAD_FAST", "LOAD_FAST_CHECK",
                  "LOAD_FAST_AND_CLEAR", "LOAD_CLOSURE", "LOAD_DEREF", "MAKE_CELL", "COPY_FREE_VARS", "RESUME",
                  "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR", "KW_NAMES", "PRECALL",
@@ -343,13 +374,30 @@ def compile_and_break(tx, inst) -> list:
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
                                 [v for _, v in cells])
     cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
-    for name, v in zip(live, local_vts):  # read everything before any mutation is applied
-        cg(v)
-        cg.store_local(f"___live_{name}")
-    for v, is_virtual in zip(stack, virtual):
-        if not is_virtual:
+    late = [built_after_side_effects(v) for v in local_vts]
+    for name, v, after in zip(live, local_vts, late):  # read everything before any mutation is applied
+        if not after:
             cg(v)
+            cg.store_local(f"___live_{name}")
+    pushed = [v for v, is_virtual in zip(stack, virtual) if not is_virtual]
+    late_stack = [built_after_side_effects(v) for v in pushed]
+    for k, (v, after) in enumerate(zip(pushed, late_stack)):
+        if not any(late_stack):
+            cg(v)
+        elif not after:
+            cg(v)
+            cg.store_local(f"___stack_{k}")
     output.side_effects.codegen(cg, cells)  # the native instruction and the resume function see every write
+    for name, v, after in zip(live, local_vts, late):
+        if after:
+            cg(v)
+            cg.store_local(f"___live_{name}")
+    for k, (v, after) in enumerate(zip(pushed, late_stack)):
+        if after:
+            cg(v)
+            cg.store_local(f"___stack_{k}")
+    for k in range(len(pushed) if any(late_stack) else 0):
+        cg.load_local(f"___stack_{k}")
     if tx.kw_names:
         cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
     name, sources = output.compile_subgraph(outputs)

@@ -3,7 +3,7 @@
 tensors, builtins called with arguments they do not take, and builtin constructors whose object must be made
 afresh on every call (an iterator, a ``bytearray``).
 
-Found by differential fuzzing (rounds 4 to 7, and 10).  Every test runs a small program eagerly and compiled (on deep copies
+Found by differential fuzzing (rounds 4 to 7, 10 and 11).  Every test runs a small program eagerly and compiled (on deep copies
 of the same inputs), compares the results -- values, dtypes, exceptions' types and args -- and the inputs afterwards
 (a mutation must reach the caller's list, dict or set), then counts graphs, graph breaks and eager fallbacks.
 Budget: ~2 s.
@@ -91,6 +91,38 @@ def test_container_mutations_around_a_graph_break():
         xs.sort(reverse=True)
         return x, local, len(s)
     _check(fn, X, {1, 2}, {"a": 1}, [1, 2], graphs=2, breaks=1)
+
+
+def test_an_iterator_over_a_dict_the_frame_changed_is_made_after_the_change():
+    # Fuzz round 11: {k: v for k, v in d.items() if print(end="") is None} after d["a"] = 3 raised "dictionary
+    # changed size during iteration": the iterator handed to the resume function was made over the caller's d
+    # before the store reached it ([Note: dict iterators see the mutated dict]).
+    def comprehension(x, d):
+        d["a"] = 3
+        e = {k: v for k, v in d.items() if print(end="") is None}
+        return x + 1, e
+
+    def local_iterator(x, d):
+        d["a"] = 3
+        it = enumerate(d.items())
+        first = next(it)
+        print(end="")
+        return x + 1, first, list(it)
+
+    def returned(x, d):
+        d.pop("c")
+        d["a"] = 3
+        it = iter(d)
+        return x + 1, it
+
+    _check(comprehension, X, {"c": 4}, graphs=1, breaks=1)
+    minidynamo.reset()
+    _check(local_iterator, X, {"c": 4}, graphs=1, breaks=2)  # next() of an enumerate breaks, then print
+    minidynamo.reset()
+    cnt = CompileCounter()
+    d = {"c": 4, "b": 1}
+    x, it = minidynamo.minicompile(returned, backend=cnt)(X, d)
+    assert list(it) == ["b", "a"] and d == {"b": 1, "a": 3} and cnt.frame_count == 1
 
 
 def test_dict_mutators_on_an_argument():
