@@ -380,24 +380,21 @@ def compile_and_break(tx, inst) -> list:
             cg(v)
             cg.store_local(f"___live_{name}")
     pushed = [v for v, is_virtual in zip(stack, virtual) if not is_virtual]
-    late_stack = [built_after_side_effects(v) for v in pushed]
-    for k, (v, after) in enumerate(zip(pushed, late_stack)):
-        if not any(late_stack):
+    late_stack = [not _is_null(v) and built_after_side_effects(v) for v in pushed]
+    for v, after in zip(pushed, late_stack):
+        if after:
+            cg.load_const(None)  # a placeholder, swapped for the value once the side effects are applied
+        else:
             cg(v)
-        elif not after:
-            cg(v)
-            cg.store_local(f"___stack_{k}")
     output.side_effects.codegen(cg, cells)  # the native instruction and the resume function see every write
     for name, v, after in zip(live, local_vts, late):
         if after:
             cg(v)
             cg.store_local(f"___live_{name}")
     for k, (v, after) in enumerate(zip(pushed, late_stack)):
-        if after:
+        if after:  # the stack may hold a NULL: the value goes into its slot with SWAP, never through a local
             cg(v)
-            cg.store_local(f"___stack_{k}")
-    for k in range(len(pushed) if any(late_stack) else 0):
-        cg.load_local(f"___stack_{k}")
+            cg.append(Instr("SWAP", len(pushed) - k + 1), Instr("POP_TOP"))
     if tx.kw_names:
         cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
     name, sources = output.compile_subgraph(outputs)

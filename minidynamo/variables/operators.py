@@ -174,7 +174,14 @@ def sym_op(tx, op: Callable, args: list) -> VariableTracker | None:
 
 
 def finite_on_hints(op: Callable, args: list) -> bool:
-    """``op`` on this call's values neither raises nor gives an infinite or NaN float (unknown values pass)."""
+    """``op`` on this call's values neither raises nor gives an infinite or NaN float, nor a float from an int
+    that a float cannot hold exactly (unknown values pass).
+
+    [Note: floats from huge ints]  ``s0 + 2.5`` with ``s0 = 2 ** 70 + 3`` is a SymFloat whose hint is the rounded
+    float but whose sympy value is exact: reading it back (the example value) failed the ShapeEnv's own check
+    (``1180591620717411303430 != 1.1805916207174113e+21``, an internal error).  Past 2**53 Python's rounding is
+    the answer, so such values are specialised and Python computes the float (fuzz round 11).
+    """
     values = [a.sym_num.node.hint if isinstance(a, SymNodeVariable) else a.as_python_constant() for a in args]
     if any(v is None for v in values):
         return True
@@ -182,7 +189,9 @@ def finite_on_hints(op: Callable, args: list) -> bool:
         result = op(*values)
     except Exception:  # noqa: BLE001 - Python raises for these values: folding raises it
         return False
-    return not isinstance(result, float) or math.isfinite(result)
+    if not isinstance(result, float):
+        return True
+    return math.isfinite(result) and all(not isinstance(v, int) or abs(v) <= 2 ** 53 for v in values)
 
 
 def binary_op(tx, op: Callable, a: VariableTracker, b: VariableTracker) -> VariableTracker:

@@ -102,6 +102,10 @@ def test_an_iterator_over_a_dict_the_frame_changed_is_made_after_the_change():
         e = {k: v for k, v in d.items() if print(end="") is None}
         return x + 1, e
 
+    def under_a_call(x, d):  # the iterator sits on the stack above sum's NULL (fuzz round 11, aot_eager)
+        d["a"] = 3
+        return x + sum([print(end="") or v for k, v in d.items()])
+
     def local_iterator(x, d):
         d["a"] = 3
         it = enumerate(d.items())
@@ -117,11 +121,13 @@ def test_an_iterator_over_a_dict_the_frame_changed_is_made_after_the_change():
 
     _check(comprehension, X, {"c": 4}, graphs=1, breaks=1)
     minidynamo.reset()
+    _check(under_a_call, X, {"c": 4}, graphs=1, breaks=1)
+    minidynamo.reset()
     _check(local_iterator, X, {"c": 4}, graphs=1, breaks=2)  # next() of an enumerate breaks, then print
     minidynamo.reset()
     cnt = CompileCounter()
     d = {"c": 4, "b": 1}
-    x, it = minidynamo.minicompile(returned, backend=cnt)(X, d)
+    _, it = minidynamo.minicompile(returned, backend=cnt)(X, d)
     assert list(it) == ["b", "a"] and d == {"b": 1, "a": 3} and cnt.frame_count == 1
 
 

@@ -197,6 +197,24 @@ def test_a_symbolic_int_with_an_infinite_or_nan_float_is_computed_by_python():
     assert not counters["eager_fallback"] and not counters["graph_break"]
 
 
+def test_a_float_from_a_symbolic_int_beyond_2_pow_53_is_computed_by_python():
+    """``n += x.shape[-1]`` with ``n = 2 ** 70``, later ``n += obj.k`` with ``k = 2.5``: the SymFloat's exact sympy
+    value and its rounded float hint disagreed, and reading it back failed inside the ShapeEnv (an internal
+    AssertionError, fuzz round 11, in a generator body inlined after a match statement).  Such an operation is
+    specialised and computed by Python ([Note: floats from huge ints])."""
+    def f(x, n, a, k):
+        n += x.shape[-1]
+        n = n + a - a
+        n += k
+        return x + 1, n, n / 3
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    for s, n in ((3, 1), (4, 5), (5, 2 ** 70), (6, 2 ** 70 + 1)):
+        got, want = compiled(torch.ones(s), n, 20, 2.5), f(torch.ones(s), n, 20, 2.5)
+        assert torch.equal(got[0], want[0]) and got[1:] == want[1:], (got, want)
+    assert not counters["eager_fallback"] and not counters["graph_break"]
+
+
 def test_an_int_beyond_int64_is_never_a_symbol():
     """A symbolic int is an int64 in the graph.  ``n`` became a symbol after 38, 39; then ``2 ** 70`` passed its
     guard (``type is int``), and the graph raised on ``x[0] = n`` after the frame's side effect (``d["m"] = 1``)
