@@ -91,6 +91,25 @@ def inside_inlined_comprehension(code: types.CodeType, offset: int) -> bool:
     return bt.PY312 and ["SWAP", "POP_TOP"] in handlers_covering(code, offset)
 
 
+def with_exit_positions(code: types.CodeType, offset: int) -> list[int]:
+    """The stack positions of the ``__exit__`` of each ``with`` block around ``offset``, innermost last.
+
+    A with block's handler (``PUSH_EXC_INFO; WITH_EXCEPT_START``) keeps the stack up to its entry's depth, the
+    exit on top of it; the handlers of outer blocks cover that handler's code, and so on out."""
+    entries = dis.Bytecode(code).exception_entries
+    kinds = handler_kinds(code, entries)
+    positions, seen, work = [], set(), [offset]
+    while work:
+        o = work.pop()
+        for e, kind in zip(entries, kinds):
+            if e.start <= o < e.end and e.target not in seen:
+                seen.add(e.target)
+                if kind == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
+                    positions.append(e.depth - 1)
+                work.append(e.target)
+    return sorted(positions)
+
+
 def inside_try_block(code: types.CodeType, offset: int) -> bool:
     """Is ``offset`` protected by a try/except/finally handler (``with`` blocks and 3.12 comprehensions aside)?"""
     return any(h[:1] == ["PUSH_EXC_INFO"] and h[1:2] != ["WITH_EXCEPT_START"]

@@ -35,7 +35,12 @@ from . import bytecode_transformation as bt
 from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, refuse_frame, unimplemented
-from .exception_table import inside_inlined_comprehension, inside_try_block, try_statement_start
+from .exception_table import (
+    inside_inlined_comprehension,
+    inside_try_block,
+    try_statement_start,
+    with_exit_positions,
+)
 from .inlined_comprehension import (
     comprehension_starting_at,
     emit_comprehension,
@@ -354,9 +359,11 @@ def compile_and_break(tx, inst) -> list:
     stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
     comp = comprehension_starting_at(code, inst.offset)  # consumed whole before the resume function runs
     before_try = try_statement_start(code, inst.offset) == inst.offset  # [Note: a break inside a try block]
-    if before_try:  # nothing runs natively: the resume function starts at inst
+    in_user_with = not before_try and inside_user_with_block(tx, inst)
+    if before_try or in_user_with:  # nothing runs natively: the resume function starts at inst
         comp = slot = consumed_null = None
         virtual = [_is_null(v) for v in stack]
+    before_try = before_try or in_user_with
     if comp is None and not before_try:
         refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
     if slot is not None:
@@ -395,7 +402,7 @@ def compile_and_break(tx, inst) -> list:
         if after:  # the stack may hold a NULL: the value goes into its slot with SWAP, never through a local
             cg(v)
             cg.append(Instr("SWAP", len(pushed) - k + 1), Instr("POP_TOP"))
-    if tx.kw_names:
+    if tx.kw_names and not before_try:
         cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
     name, sources = output.compile_subgraph(outputs)
     output.compiled_name = name
@@ -405,7 +412,11 @@ def compile_and_break(tx, inst) -> list:
         head.load_graph_inputs(sources)
         head.call(len(sources))
         head.append(Instr("STORE_FAST", GRAPH_OUT))
-    if before_try:
+    if in_user_with:
+        continue_at(tx, cg, call_start(tx, inst), virtual, live, run_eagerly=Unsupported(
+            "the rest of a frame from a graph break inside the `with` block of a user context manager",
+            "it runs eagerly: move the code that breaks out of the with block"))
+    elif before_try:
         continue_at(tx, cg, inst.offset, virtual, live, run_eagerly=Unsupported(
             "the rest of a frame from a try block with a graph break inside it",
             "it runs eagerly: move the code that breaks out of the try block"))
@@ -500,6 +511,36 @@ def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
             positions.append(real)
         real += 1
     return positions
+
+
+# [Note: a break inside a user with block]  The handler above calls the exits of the regions the translator
+# understands (grad mode, autocast, record_function), which never swallow an exception.  A user context manager's
+# ``__exit__`` (a class's, or a ``@contextmanager``'s, whose ``finally`` and code after ``yield`` run there) must
+# see the exception the native instruction raised, and may swallow it, after which the code after the ``with``
+# block runs: before, the transformed code let it pass, and the exit never ran (a ``finally`` skipped; fuzz round
+# 12).  So a break inside such a block runs nothing natively: the resume function starts at the breaking
+# instruction, with the exit on its stack and the original exception table, and runs eagerly from there, as after
+# a break inside a try block ([Note: a break inside a try block]; upstream refuses a break under a context manager
+# it cannot re-enter and runs the whole frame eagerly).
+def inside_user_with_block(tx, inst) -> bool:
+    """Is ``inst`` inside a ``with`` block whose exit is not one of ours (see the Note above)?  Ours are traced
+    (``WithExitFunctionVariable``) or, in a resume function, the exits the transformed code handed on."""
+    from .resume_execution import AutocastExit, GradModeExit, RecordFunctionExit
+    from .variables import WithExitFunctionVariable
+
+    def ours(v) -> bool:
+        return isinstance(v, WithExitFunctionVariable) or \
+            isinstance(getattr(v, "value", None), (GradModeExit, AutocastExit, RecordFunctionExit))
+    return any(k < len(tx.stack) and not ours(tx.stack[k]) for k in with_exit_positions(tx.output.f_code, inst.offset))
+
+
+def call_start(tx, inst) -> int:
+    """Where a resume function that runs ``inst`` itself starts: a ``CALL`` at its ``KW_NAMES`` (which sets the
+    call's keyword names) and, on 3.11, its ``PRECALL``."""
+    k = tx.index_of[inst.offset]
+    while inst.opname == "CALL" and k > 0 and tx.instructions[k - 1].opname in ("PRECALL", "KW_NAMES"):
+        k -= 1
+    return tx.instructions[k].offset
 
 
 def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:

@@ -141,16 +141,29 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     target = by_offset[target_offset]
     label = Label()
     body = []
+    active, split = None, {}  # the try block open at each point; a TryBegin split in two: its second half
     for ins in bc:
         if ins is target:
             # [Note: resuming at the first instruction of a try block]  The jump lands before the TryBegin that
             # opens the target's block, not after it: the same instruction, but ``bytecode``'s stack-depth walk
             # only enters a try block through its TryBegin (entered past it, a ``with`` block whose ``try`` always
-            # raises got "negative stack size").
+            # raises got "negative stack size").  A target in the middle of a try block (a break inside a
+            # ``with`` block that may raise, fuzz round 12) splits the block there: the first half ends, the
+            # jump lands on a copy of its TryBegin -- the same handler and depth, so the same exception table.
             k = len(body)
             while k > 0 and isinstance(body[k - 1], TryBegin):
                 k -= 1
-            body.insert(k, label)
+            if k == len(body) and active is not None:
+                split[active] = TryBegin(active.target, active.push_lasti, active.stack_depth)
+                body += [TryEnd(active), label, split[active]]
+                active = split[active]
+            else:
+                body.insert(k, label)
+        if isinstance(ins, TryBegin):
+            active = ins
+        elif isinstance(ins, TryEnd):
+            ins.entry = split.get(ins.entry, ins.entry)
+            active = None
         if isinstance(ins, Instr) and ins.name == "MAKE_CELL":
             ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see can_break_at
         elif isinstance(ins, Instr) and isinstance(ins.arg, CellVar):

@@ -7,6 +7,8 @@ The exceptions Python itself raises from builtins the translator runs (``int("z"
 plain function -- results, exceptions' types and args, the side-effect log, grad and autocast state afterwards --
 and counts graphs, graph breaks and eager fallbacks.  Budget: ~2 s.
 """
+import contextlib
+
 import pytest
 import torch
 
@@ -148,6 +150,84 @@ def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager)
             compiled(X)
         assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
     assert cnt.frame_count == 1  # fn's graph; the callee's frame runs eagerly (its raise is uncaught)
+
+
+# --- an exception at a graph break inside a user `with` block (fuzz round 12) ---------------------------------------
+
+@contextlib.contextmanager
+def _logging_manager(log, swallow):
+    log.append("enter")
+    try:
+        yield
+    except ValueError:
+        if not swallow:
+            raise
+        log.append("swallowed")
+    finally:
+        log.append("exit")
+
+
+class _LoggingManager:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+
+    def __exit__(self, *exc_info):
+        self.log.append(("exit", exc_info[0]))
+
+
+@pytest.mark.parametrize("swallow", [False, True])
+def test_a_native_instruction_that_raises_inside_a_contextmanager_block_runs_its_finally(swallow):
+    """``x.add_(1)`` of a leaf that requires grad fails on fake tensors: a break, and the native ``add_`` raised
+    inside the block past the @contextmanager's ``finally``, which never ran; one that swallows the error must go
+    on after the block.  The rest of the frame runs eagerly from the break ([Note: a break inside a user with
+    block]).  Breaks: the manager's call (its generator logs), its ``with``, then ``add_`` or the callee."""
+    def fn(x, log):
+        y = x * 2
+        with _logging_manager(log, swallow):
+            y = y + 1
+            if swallow:
+                _raises_natively(y)
+            x.add_(1)
+        return y
+
+    _check(fn, torch.ones(2, requires_grad=True), [], graphs=2, breaks=4)  # x * 2; y + 1
+
+
+def test_a_native_instruction_that_raises_inside_a_user_with_block_calls_its_exit():
+    """The same with a class's ``__exit__``: the traced ``__enter__`` logged, the native ``add_`` raised, and the
+    exit was skipped."""
+    def fn(x, manager):
+        y = x * 2
+        with manager:
+            y = y + 1
+            x.add_(1)
+        return y
+
+    _check(fn, torch.ones(2, requires_grad=True), _LoggingManager([]), breaks=1)
+
+
+def test_a_break_inside_a_with_block_that_may_raise_resumes_inside_it():
+    """The resume function starts in the middle of the block's try region, whose body ends in a ``raise``: the
+    ``bytecode`` package counted the block's handler from an empty stack ("Failed to compute stacksize, got
+    negative size", an internal error; fuzz round 12).  The region is split at the resume point
+    ([Note: resuming at the first instruction of a try block])."""
+    def fn(x, n, manager):
+        with manager:
+            x = x + 1
+            print(end="")
+            x = x * 2
+            for i in range(n):
+                if i == 2:
+                    raise KeyError(i)
+                x = x + 1
+        return x
+
+    _check(fn, X, 1, _LoggingManager([]), breaks=1)
+    minidynamo.reset()
+    _check(fn, X, 3, _LoggingManager([]), breaks=1)
 
 
 # --- exceptions through cleanup handlers, and breaks inside except blocks (fuzz round 5) ----------------------------
