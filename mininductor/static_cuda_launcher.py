@@ -1,7 +1,7 @@
 """``static_cuda_launcher``: launch a compiled Triton kernel with one CUDA driver call, from Python (GPU only).
 
-Mirrors ``torch/_inductor/runtime/static_cuda_launcher.py`` (``StaticallyLaunchedCudaKernel``), which does the same
-in C++.  In: a ``CompiledKernel`` that Triton compiled (``fn.warmup(...)`` returns one without launching it) and a
+Mirrors ``torch/_inductor/runtime/static_triton_launcher.py`` (``StaticallyLaunchedCudaKernel``; the file was
+``static_cuda_launcher.py`` before), which does the same in C++.  In: a ``CompiledKernel`` that Triton compiled (``fn.warmup(...)`` returns one without launching it) and a
 launch's arguments.  Out: the kernel running on the current stream.
 
 Why it exists.  A kernel launch is, in the end, one driver call::
@@ -31,7 +31,8 @@ that disagrees, no GPU driver -- returns None, and the caller launches through T
 
 Left out (upstream's C++ launcher has them): bf16/fp16/bool scalar arguments.
 
-Off by default for now (``config.static_cuda_launcher``, ``MINICOMPILE_STATIC_CUDA_LAUNCHER=1``): see chapter 8.
+On by default since the CUDA suite passed with it (``config.static_cuda_launcher``; ``MINICOMPILE_STATIC_CUDA_LAUNCHER=0``
+launches everything through Triton instead): see chapter 8.
 """
 from __future__ import annotations
 

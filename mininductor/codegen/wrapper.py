@@ -5,10 +5,15 @@ The module holds every Triton kernel (headed by the ATen ops it fuses) and one `
 launches kernels, calls externs and fallbacks, copies mutated inputs back, and frees each buffer after its last
 use -- handing a freed buffer of the same size, stride and dtype to the next allocation (memory planning)::
 
+    # Source nodes: buf0
+    # Original ATen: mul (mul), add (add), tanh (tanh)
+    @triton.jit
+    def triton_poi_fused_add_mul_tanh_0(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+        ...
+
     def call(args):
         arg0_1, = args
         buf0 = empty_strided((1024,), (1,), device='cuda:0', dtype=torch.float32)
-        # Source nodes: buf0 (mul, add, tanh)
         triton_poi_fused_add_mul_tanh_0.run(arg0_1, buf0, 1024)
         return (buf0,)
 """
