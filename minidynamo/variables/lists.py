@@ -63,7 +63,10 @@ class BaseListVariable(VariableTracker):
             unimplemented(f"indexing a {self.container.__name__} with {index.describe()}",
                           "index Python containers with Python ints or slices")
         if isinstance(idx, slice):
-            return self.new_like(self.items[idx])
+            try:
+                return self.new_like(self.items[idx])
+            except TypeError as e:  # lst[0:"a"]: CPython's TypeError (fuzz round 12: an internal error)
+                raise_as_observed(e, f"slice {idx!r}: {e}")
         try:
             return self.items[operator.index(idx)]
         except (IndexError, TypeError):

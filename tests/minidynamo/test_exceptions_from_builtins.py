@@ -7,7 +7,7 @@ stays one graph; uncaught, the frame breaks there and Python raises it natively.
 CPython -- values, the exception's type and ``args`` -- and counts graphs, breaks and eager fallbacks.
 Exceptions leaving ``with`` blocks, ``finally`` and ``except`` clauses are in ``test_exceptions_and_with.py``.
 (Pinned by the seventh session's fixes of translator errors; once named ``test_translator_errors_seventh.py``;
-``range`` and ``len`` by translator fuzz round 10.)
+``range`` and ``len`` by translator fuzz round 10, slices by round 12.)
 Budget: ~3 s.
 """
 import collections
@@ -136,6 +136,9 @@ CAUGHT = [
     ("len_returning_a_negative_int", lambda x: len(_Sized(-1)), ValueError),
     ("len_returning_true", lambda x: len(_Sized(True)), None),
     ("list_times_a_float", lambda x: [x] * _HALF, TypeError),
+    # 7. a slice bound that is no int (fuzz round 12: an internal error)
+    ("list_slice_by_a_str", lambda x: [x, 1, 2][1:_A], TypeError),
+    ("tuple_slice_by_a_float", lambda x: (x, 1, 2)[_HALF:], TypeError),
 ]
 
 

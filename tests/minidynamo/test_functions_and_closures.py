@@ -218,3 +218,22 @@ def test_closures_of_one_def_keep_their_own_defaults():
         return one(x) + two(x) * 10
 
     _check(fn, X, graphs=3, breaks=4)  # fn breaks at each call; each callee frame breaks at its print
+
+
+# --- cells read before assignment after a break (fuzz round 12) -----------------------------------------------------
+
+def _unbound_cell_after_a_break(x):
+    print(end="")
+    t[0] = 1  # noqa: F821 - t is assigned below: a local (and a cell, read_t captures it), unbound here
+    t = x + 1
+
+    def read_t():
+        return t
+    return read_t()
+
+
+@pytest.mark.xfail(strict=True, reason="fuzz round 12: a resume function's cells are free variables ([Note: cells "
+                   "of resume functions]; upstream's too), and CPython words an unbound free variable as NameError "
+                   "'cannot access free variable', an unbound cell as UnboundLocalError")
+def test_an_unbound_cell_read_after_a_break_raises_unbound_local_error():
+    _check(_unbound_cell_after_a_break, X, breaks=1)
