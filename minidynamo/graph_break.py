@@ -502,12 +502,11 @@ def close_exit_guard(tx, cg: PyCodegen, try_begin: TryBegin | None, exits: list[
 # pending exit, innermost first, and re-raises.
 def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
     """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
-    from .variables import WithExitFunctionVariable
     positions, real = [], 0
     for v, is_virtual in zip(stack, virtual):
         if is_virtual:
             continue
-        if isinstance(v, WithExitFunctionVariable):
+        if is_our_exit(v):
             positions.append(real)
         real += 1
     return positions
@@ -523,15 +522,19 @@ def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
 # a break inside a try block ([Note: a break inside a try block]; upstream refuses a break under a context manager
 # it cannot re-enter and runs the whole frame eagerly).
 def inside_user_with_block(tx, inst) -> bool:
-    """Is ``inst`` inside a ``with`` block whose exit is not one of ours (see the Note above)?  Ours are traced
-    (``WithExitFunctionVariable``) or, in a resume function, the exits the transformed code handed on."""
+    """Is ``inst`` inside a ``with`` block whose exit is not one of ours (see the Note above)?"""
+    return any(k < len(tx.stack) and not is_our_exit(tx.stack[k])
+               for k in with_exit_positions(tx.output.f_code, inst.offset))
+
+
+def is_our_exit(v) -> bool:
+    """The exit of a region the translator understands: traced (``WithExitFunctionVariable``), or, in a resume
+    function, the exit the transformed code handed on (a ``GradModeExit`` on its stack: fuzz round 12 found a
+    native call that raised there leave grad mode off)."""
     from .resume_execution import AutocastExit, GradModeExit, RecordFunctionExit
     from .variables import WithExitFunctionVariable
-
-    def ours(v) -> bool:
-        return isinstance(v, WithExitFunctionVariable) or \
-            isinstance(getattr(v, "value", None), (GradModeExit, AutocastExit, RecordFunctionExit))
-    return any(k < len(tx.stack) and not ours(tx.stack[k]) for k in with_exit_positions(tx.output.f_code, inst.offset))
+    return isinstance(v, WithExitFunctionVariable) or \
+        isinstance(getattr(v, "value", None), (GradModeExit, AutocastExit, RecordFunctionExit))
 
 
 def call_start(tx, inst) -> int:

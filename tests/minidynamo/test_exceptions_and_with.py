@@ -152,6 +152,30 @@ def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager)
     assert cnt.frame_count == 1  # fn's graph; the callee's frame runs eagerly (its raise is uncaught)
 
 
+@pytest.mark.parametrize("manager", ["no_grad", "autocast", "record_function"])
+def test_a_native_instruction_that_raises_in_a_resume_function_leaves_the_block(manager):
+    """The same after an earlier break in the block: the resume function holds the block's exit on its stack as
+    a handed-on ``GradModeExit`` (``AutocastExit``, ``RecordFunctionExit``), which the guard around its native
+    call did not count -- grad mode stayed off in the caller (fuzz round 12)."""
+    enter = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
+             "record_function": lambda: torch.autograd.profiler.record_function("r")}[manager]
+
+    def fn(x):
+        with enter():
+            y = x * 2
+            print(end="")
+            _raises_natively(y)
+        return y
+
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="h"):
+            compiled(X)
+        assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+    assert cnt.frame_count == 1
+
+
 # --- an exception at a graph break inside a user `with` block (fuzz round 12) ---------------------------------------
 
 @contextlib.contextmanager
