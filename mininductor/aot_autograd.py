@@ -49,10 +49,11 @@ the stages mirror ``torch/_functorch/_aot_autograd/`` (schemas, functional_utils
 graph_capture_wrappers, runtime_wrappers).
 
 AOTAutograd's notes that live in ``_aot_autograd/``: [Note: input mutations], [Note: outputs that are views],
-[Note: enable_grad inside], [Note: double backward], [Note: aliased inputs of a mutating graph] in
-``runtime_wrappers.py``; [Note: the joint graph], [Note: a backward that eager refuses], [Note: attention in
-training] in ``graph_capture_wrappers.py``. Here: [Note: dynamic shapes in AOTAutograd], [Note: no fake dispatch
-cache in AOT].
+[Note: outputs that alias mutated inputs], [Note: enable_grad inside], [Note: double backward], [Note: aliased
+inputs of a mutating graph] in ``runtime_wrappers.py``; [Note: the joint graph], [Note: a backward that eager
+refuses], [Note: attention in training] in ``graph_capture_wrappers.py``; [Note: a clone keeps the input's
+strides] in ``functional_utils.py``. Here: [Note: dynamic shapes in AOTAutograd], [Note: no fake dispatch cache in
+AOT], [Note: a view functionalization cannot replay].
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from mininductor import partitioners, reinplace
 
-from ._aot_autograd.collect_metadata_analysis import collect_metadata
+from ._aot_autograd.collect_metadata_analysis import AliasOfMutatedInput, collect_metadata
 from ._aot_autograd.graph_capture_wrappers import BackwardFailsInEager, trace_forward, trace_joint
 from ._aot_autograd.runtime_wrappers import (
     eager_if_inputs_alias,
@@ -254,7 +255,21 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
         fake_mode, fake_args = _fake_inputs(lifted + list(example_inputs))
     with _allow_real_constants(fake_mode), no_dispatch_cache(fake_mode):
         with fake_mode:
-            meta = collect_metadata(fn, fake_args)
+            try:
+                meta = collect_metadata(fn, fake_args)
+            except AliasOfMutatedInput as e:  # [Note: outputs that alias mutated inputs] (runtime_wrappers.py)
+                warnings.warn(f"aot_autograd: {e}; running the graph eagerly")
+                return gm
+            except ValueError as e:
+                # [Note: a view functionalization cannot replay]  ``v = c.view(-1)``, then an in-place op through
+                # ``c.t()``: functionalization re-makes ``v`` from ``c``'s new value, whose strides are the
+                # transposed ones, and ``view`` refuses them (upstream's torch.compile raises the same).  Eager
+                # never re-makes ``v``: the graph runs eagerly.
+                if "Cannot view a tensor" not in str(e):
+                    raise
+                warnings.warn(f"aot_autograd: functionalization cannot replay a view ({e}); running the graph "
+                              "eagerly")
+                return gm
         if any(meta.fw_output_requires_grad):  # grad mode on, or turned on inside gm ([Note: enable_grad inside])
             try:
                 compiled, graphs = _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler,
@@ -388,7 +403,14 @@ def nop(gm: torch.fx.GraphModule, _example_inputs: list) -> Callable:
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """A backend (``backend="aot_eager"``): AOTAutograd's graphs, run eagerly -- to debug everything but codegen."""
+    from .compile_fx import writes_overlapping_memory
     from .specialize import PerShapeCompiled, is_symbolic_graph
     if is_symbolic_graph(gm, example_inputs):  # dynamic sizes: traced static per shape (specialize.py)
         return PerShapeCompiled(gm, aot_eager)
-    return aot_module(gm, example_inputs, fw_compiler=nop, bw_compiler=nop)
+    try:
+        return aot_module(gm, example_inputs, fw_compiler=nop, bw_compiler=nop)
+    except RuntimeError as e:
+        if not writes_overlapping_memory(e):
+            raise
+        warnings.warn("aot_eager: running the graph eagerly, it writes a view whose elements overlap")
+        return gm

@@ -350,16 +350,23 @@ def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
         return _compile_fx(gm, example_inputs)
 
 
-# What functionalization says of an in-place op on a view whose elements overlap (``x.unfold(0, 4, 1).mul_(2)``):
-# eager runs it (in some element order), a functional graph cannot express it, upstream refuses it too.
-_OVERLAPPING_MUTATION = "functionalization encountered a tensor being mutated that has internal overlap"
+# What functionalization (or the meta kernel of ``copy_``) says of an in-place op on a view whose elements overlap
+# (``x.unfold(0, 4, 1).mul_(2)``, ``x.expand(2, 3)[:2] = y``): eager runs it (in some element order), a functional
+# graph cannot express it, upstream refuses it too.
+_OVERLAPPING_MUTATION = ("functionalization encountered a tensor being mutated that has internal overlap",
+                         "more than one element of the written-to tensor refers to a single memory location")
+
+
+def writes_overlapping_memory(e: Exception) -> bool:
+    """``e`` is tracing's refusal of an in-place write to a view whose elements overlap."""
+    return any(m in str(e) for m in _OVERLAPPING_MUTATION)
 
 
 def _compile_fx(gm, example_inputs):
     try:
         return _trace_and_compile(gm, example_inputs)
     except RuntimeError as e:
-        if _OVERLAPPING_MUTATION not in str(e):
+        if not writes_overlapping_memory(e):
             raise
         # the program's doing, not a bug of ours: run the graph as Dynamo captured it, and say so
         warnings.warn("mininductor: running the graph eagerly, it writes a view whose elements overlap")

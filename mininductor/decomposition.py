@@ -326,6 +326,9 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
         if _writes_overlapping_elements(func, args):
             raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
                                "internal overlap (one element written twice: eager applies the op twice)")
+        if _reads_what_it_writes(func, args, kwargs or {}):
+            raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
+                               "internal overlap with an operand (eager reads some elements after writing them)")
         out = func(*args, **(kwargs or {}))
         if func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
@@ -360,14 +363,63 @@ def _writes_overlapping_elements(func, args) -> bool:
             not isinstance(args[0], torch.Tensor):
         return False
     size, stride = args[0].shape, args[0].stride()
-    if not all(isinstance(v, int) for v in (*size, *stride)) or any(st == 0 for n, st in zip(size, stride) if n > 1):
+    if not all(isinstance(v, int) for v in (*size, *stride)):
         return False
+    if any(st == 0 for n, st in zip(size, stride) if n > 1):
+        return name == "masked_fill_"  # [Note: masked_fill_ of an expanded tensor]
     reach = 0  # walking the dims from the smallest stride up, each passes the reach of those below (sufficient)
     for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
         if st <= reach:
             return _really_overlaps(size, stride)
         reach += st * (n - 1)
     return False
+
+
+# in-place ops that read other elements of an operand than the one they write (an operand equal to the written
+# tensor is read after earlier writes), unlike pointwise ones
+_GATHERING_INPLACE = {"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_", "scatter_reduce_",
+                      "masked_scatter_", "put_", "index_reduce_"}
+
+
+def _reads_what_it_writes(func, args, kwargs) -> bool:
+    """Does an in-place method read memory it writes, other than element by element?  ``b.add_(b[:, 1:2])`` of a
+    ``b`` with gaps (which eager does not check) reads column 1 after writing it for the later columns;
+    ``b.detach().index_add_(0, index, b)`` reads rows it already changed.  The functional graph reads the old
+    values: a wrong answer (AOT fuzz round).  Such a graph runs eagerly, as one that writes overlapping elements; a dense
+    ``x.add_(x.t())`` raises in eager, and then in the eager run too."""
+    name = getattr(func, "__name__", "")
+    if not name.endswith("_") or name.startswith("__") or not args or not isinstance(args[0], torch.Tensor):
+        return False
+    dst = args[0]
+    key = dst.untyped_storage()._cdata
+    for a in (*args[1:], *kwargs.values()):
+        if not isinstance(a, torch.Tensor) or a.untyped_storage()._cdata != key:
+            continue
+        same = (a.shape, a.stride(), a.storage_offset()) == (dst.shape, dst.stride(), dst.storage_offset())
+        if (not same or name in _GATHERING_INPLACE) and _offsets_meet(a, dst):
+            return True
+    return False
+
+
+def _offsets_meet(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do two tensors on one storage share an element (counted; False when too many to count or symbolic)?"""
+    sets = []
+    for t in (a, b):
+        if not all(isinstance(v, int) for v in (*t.shape, *t.stride(), t.storage_offset())) or t.numel() > 1 << 16:
+            return False
+        offsets = [t.storage_offset()]
+        for n, st in zip(t.shape, t.stride()):
+            offsets = [o + i * st for o in offsets for i in range(n)]
+        sets.append(set(offsets))
+    return not sets[0].isdisjoint(sets[1])
+
+
+# [Note: masked_fill_ of an expanded tensor]  Eager refuses an in-place op on a tensor with stride 0 ("more than
+# one element of the written-to tensor refers to a single memory location"), and so does our compiled graph when
+# it writes the input back -- except ``fill_``/``zero_``, which write one value everywhere, and ``masked_fill_``
+# (deprecated there), whose result depends on the element order: ``e.masked_fill_(mask, v)`` of an ``expand``ed
+# input filled elements whose mask was false in eager, none in the functional graph (AOT fuzz round).  That graph
+# runs eagerly.
 
 
 def _really_overlaps(size, stride) -> bool:

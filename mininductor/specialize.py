@@ -219,9 +219,12 @@ def specialize_graph(gm: torch.fx.GraphModule, args: list) -> torch.fx.GraphModu
 
 
 def _number_values(gm: torch.fx.GraphModule, args: list) -> dict:
-    """Run ``gm`` on fake copies of ``args`` and keep the value of every node whose result is a plain number."""
+    """Run ``gm`` on fake copies of ``args`` and keep the value of every node whose result is a plain number.
+    The copies do not require grad: ``gm`` may turn grad mode back on after a ``no_grad`` block, and autograd's
+    checks then refused an in-place op on the base of a view made in the block, which eager had run with grad off
+    -- a compile error where eager runs (AOT fuzz round)."""
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+    fake_args = [mode.from_tensor(a.detach()) if isinstance(a, torch.Tensor) else a for a in args]
     interp = _Recorder(gm)
     with mode, torch.no_grad():
         interp.run(*fake_args)

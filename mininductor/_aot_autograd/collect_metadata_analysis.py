@@ -30,6 +30,10 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
     requires_grad = [isinstance(a, torch.Tensor) and a.requires_grad for a in fake_args]
     with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions():
         f_args = _wrap_inputs(fake_args, requires_grad)
+        # mutations before the graph runs: a clone with gaps is made by ``copy_`` ([Note: a clone keeps the input's
+        # strides] in functional_utils.py)
+        already = [torch._functionalize_mutation_counter(a.elem) if isinstance(a, FunctionalTensor) else 0
+                   for a in f_args]
         flat_outs, out_spec = pytree.tree_flatten(fn(*f_args))
         if any(isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)) for o in flat_outs):
             # kept as a constant it would be the symbol itself (``s77``) on every call: refuse, so the caller
@@ -38,22 +42,80 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
         for a in f_args:
             if isinstance(a, FunctionalTensor):
                 torch._sync(a)
-        mutated = [i for i, a in enumerate(f_args) if _has_data_mutation(a, i)]
+        mutated = [i for i, a in enumerate(f_args) if _has_data_mutation(a, i, already[i])]
         outputs = [ViewAndMutationMeta.TENSOR if isinstance(o, torch.Tensor) else o for o in flat_outs]
         tensors = [o for o in flat_outs if isinstance(o, torch.Tensor)]
-        no_grad_views = [k for k, o in enumerate(tensors) if o.requires_grad and o.grad_fn is None and o._is_view()]
+        no_grad_views = [k for k, o in enumerate(tensors) if o.requires_grad and _no_grad_fn(o) and o._is_view()]
         out_rg = [o.requires_grad and k not in no_grad_views for k, o in enumerate(tensors)]
-        mut_rg = [f_args[i].requires_grad for i in mutated]
+        mut_rg = [f_args[i].requires_grad and not _invisible_to_autograd(f_args[i]) for i in mutated]
         vals = [from_fun(o) for o in tensors] + [from_fun(f_args[i]) for i in mutated]
+        # which input each output shares memory with: the functional inputs have a storage each, also where the
+        # caller's inputs share one (``f(a, a[0])``), so this tells which one the graph made the output from
+        storages = {a.untyped_storage()._cdata: i for i, a in reversed(list(enumerate(f_args)))
+                    if isinstance(a, torch.Tensor)}
+        of_input = {k: storages[o.untyped_storage()._cdata] for k, o in enumerate(tensors)
+                    if o.untyped_storage()._cdata in storages}
+        aliases = {k: i for k, i in of_input.items() if i in mutated}
     return ViewAndMutationMeta(len(fake_args), mutated, requires_grad, outputs, out_rg, mut_rg, out_spec, vals,
-                               no_grad_views)
+                               no_grad_views, _eager_geometry(fn, fake_args, aliases, out_rg) if aliases else {},
+                               of_input)
 
 
-def _has_data_mutation(a: Any, index: int) -> bool:
+def _no_grad_fn(t: torch.Tensor) -> bool:
+    """``t.grad_fn is None`` -- also for a view made under ``no_grad`` whose base was changed in place since,
+    where reading ``grad_fn`` raises ("A view was created in no_grad mode and its base ... has been modified
+    inplace"), in eager too: such a view gets no gradient either."""
+    try:
+        return t.grad_fn is None
+    except RuntimeError:
+        return True
+
+
+def _invisible_to_autograd(a: FunctionalTensor) -> bool:
+    """Every mutation of ``a`` happened under ``no_grad`` or through a ``detach()``ed alias: eager's autograd did
+    not record any, so the input keeps its history and its new value is no differentiable output (upstream:
+    ``mutations_under_no_grad_or_inference_mode``, ``mutations_hidden_from_autograd``).  Counted as requiring
+    grad, its tangent gave a leaf changed under ``no_grad`` a zero gradient where eager's is None."""
+    return torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(a.elem) or \
+        torch._functionalize_are_all_mutations_hidden_from_autograd(a.elem)
+
+
+class AliasOfMutatedInput(NotImplementedError):
+    """An output that aliases a mutated input in a way the runtime cannot re-make ([Note: outputs that alias
+    mutated inputs] in runtime_wrappers.py): ``aot_module`` then runs the graph eagerly."""
+
+
+def _eager_geometry(fn: Callable, fake_args: list, aliases: dict[int, int],
+                    out_rg: list[bool]) -> dict[int, tuple[int, tuple | None]]:
+    """``{output: (input, geometry)}`` for the outputs that alias a mutated input, read from a plain (not
+    functionalized) fake run: the functional run's views of a mutated input have the strides of its new value's
+    buffer (``b.t()`` written by ``index_add_``, then ``b[::2]``: strides (8, 1) where eager's are (2, 3)).
+    Geometry None: the output is the input itself.  [Note: outputs that alias mutated inputs]"""
+    plain = [a.detach() if isinstance(a, torch.Tensor) else a for a in fake_args]  # no autograd checks: fakes
+    with torch.no_grad():
+        tensors = [o for o in pytree.tree_leaves(fn(*plain)) if isinstance(o, torch.Tensor)]
+    found = {}
+    for k, i in aliases.items():
+        o, base = tensors[k], plain[i]
+        geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset() - base.storage_offset())
+        if o.untyped_storage()._cdata != base.untyped_storage()._cdata or \
+                any(isinstance(v, torch.SymInt) for v in (*geometry[0], *geometry[1], geometry[2])):
+            raise AliasOfMutatedInput(f"output {k} aliases mutated input {i}, and its place in the input is not "
+                                      "known (symbolic sizes?)")
+        root = base if base._base is None else base._base
+        if out_rg[k] and o is not base and not (o._is_view() and o._base is root):
+            raise AliasOfMutatedInput(
+                f"output {k} shares memory with mutated input {i} but is no view of it for autograd (made through "
+                "``detach()``), and has a gradient of its own")
+        found[k] = (i, None if o is base else geometry)
+    return found
+
+
+def _has_data_mutation(a: Any, index: int, already: int) -> bool:
     if not isinstance(a, FunctionalTensor):
         return False
     if torch._functionalize_has_metadata_mutation(a.elem):
         raise NotImplementedError(
             f"input {index} has its metadata (shape/strides) mutated in place (e.g. t_(), resize_()); "
             "minicompile's AOTAutograd only supports data mutations. Hint: use the out-of-place op.")
-    return torch._functionalize_has_data_mutation(a.elem)
+    return torch._functionalize_has_data_mutation(a.elem) and torch._functionalize_mutation_counter(a.elem) > already

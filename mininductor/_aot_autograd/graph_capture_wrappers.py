@@ -71,12 +71,18 @@ def _autograd_grad(outs: list, out_rg: list[bool], primals: list, tangents: list
             try:
                 found = torch.autograd.grad(diff_outs, [primals[i] for i in wrt], tangents, allow_unused=True)
             except RuntimeError as e:
-                if "modified by an inplace operation" in str(e):
+                if any(m in str(e) for m in EAGER_BACKWARD_ERRORS):
                     raise BackwardFailsInEager(str(e)) from e
                 raise
         for i, g in zip(wrt, found):
             grads[i] = g
     return grads
+
+
+# autograd's own checks that fail in the backward of a forward eager ran: a saved tensor changed in place since;
+# a derivative formula whose result does not fit its input (``x.scatter_(2, index, src)`` with ``src`` larger than
+# ``index``: ScatterBackward0 returns the gradient of ``src`` in ``index``'s shape)
+EAGER_BACKWARD_ERRORS = ("modified by an inplace operation", "returned an invalid gradient")
 
 
 class BackwardFailsInEager(RuntimeError):

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .functional_utils import _no_overlap, clone_keeping_strides
 from .schemas import ViewAndMutationMeta
 
 
@@ -40,17 +41,49 @@ from .schemas import ViewAndMutationMeta
 # so e.g. an optimizer's in-place update of a parameter stays invisible to autograd, as in eager.  A leaf that
 # requires grad is always written under no_grad: eager refuses any other in-place change of it, so the program
 # made this one under ``torch.no_grad()`` (the new value may still require grad: it is computed from the leaf).
+# So is a view of such a leaf (``_of_a_leaf_with_grad``).
 def _apply_mutations(args: tuple, meta: ViewAndMutationMeta, new_values: list) -> None:
     for i, new in zip(meta.mutated_inputs, new_values):
         if new is args[i]:  # the graph wrote into the input itself (mininductor's reinplace.py): a kernel
             torch.autograd.graph.increment_version(new)  # autograd did not see, so say it changed, as copy_ would
             continue
-        leaf_with_grad = args[i].is_leaf and args[i].requires_grad  # eager can only have changed it under no_grad
-        if new.requires_grad and torch.is_grad_enabled() and not leaf_with_grad:
+        if new.requires_grad and torch.is_grad_enabled() and not _of_a_leaf_with_grad(args[i]):
             args[i].copy_(new)
         else:
             with torch.no_grad():
                 args[i].copy_(new)
+
+
+# [Note: outputs that alias mutated inputs]
+# ``b.index_add_(...); return b[::2]`` (or ``return b``) returns, in eager, a view of ``b`` (``b`` itself): a later
+# write through it changes ``b``.  The functional graph returns a view of ``b``'s *new value*, a buffer of its own
+# that the runtime then copies into ``b`` ([Note: input mutations]), so the output was a copy: right values, but
+# no alias.  As upstream's runtime wrapper (``gen_alias_from_base``, output type ``alias_of_input`` /
+# ``is_input``), such an output is re-made after the copy-back, from the input itself: ``b`` for ``return b``,
+# else ``as_strided`` with the geometry of a plain fake run (``collect_metadata``).  In training, the view is
+# made under grad mode when eager's output has a history, so that history is the input's new one -- the
+# copy of the graph's new value -- and its gradient reaches the graph through the input, as in eager; the
+# Function's own output for it is dropped (its gradient arrives as zeros).
+def _regenerate_mutated_aliases(args: tuple, outs: list, meta: ViewAndMutationMeta) -> list:
+    for k, (i, geometry) in meta.mutated_input_aliases.items():
+        base = args[i]
+        if geometry is None:
+            outs[k] = base
+            continue
+        size, stride, offset = geometry
+        if not meta.output_requires_grad[k] and k not in meta.no_grad_views:
+            base = base.detach()  # ``b.detach().div_(2)``: an alias that eager's autograd does not see as a view
+        with torch.set_grad_enabled(meta.output_requires_grad[k]):  # False also for a view eager made under no_grad
+            outs[k] = base.as_strided(size, stride, base.storage_offset() + offset)
+    return outs
+
+
+def _of_a_leaf_with_grad(t: torch.Tensor) -> bool:
+    """A leaf that requires grad, or a view of one: eager refuses to change either in place under grad mode, so
+    the program changed it under ``no_grad`` (``c = leaf[:, ::2]`` passed in, ``with torch.no_grad(): c.copy_(y)``;
+    the copy-back under grad mode raised "a view of a leaf Variable that requires grad")."""
+    base = t if t._base is None else t._base
+    return base.is_leaf and base.requires_grad
 
 
 def _user_outputs(meta: ViewAndMutationMeta, tensors: list) -> Any:
@@ -71,7 +104,7 @@ def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
     if not mutated:
         return saved
     storages = {m.untyped_storage().data_ptr() for m in mutated}
-    return [s.clone() if s.untyped_storage().data_ptr() in storages else s for s in saved]
+    return [clone_keeping_strides(s) if s.untyped_storage().data_ptr() in storages else s for s in saved]
 
 
 def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> Callable:
@@ -83,7 +116,10 @@ def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> 
             outs = list(compiled_fw(*args))
         n = meta.num_tensor_outputs
         _apply_mutations(args, meta, outs[n:])
-        return _user_outputs(meta, _without_grad(outs[:n], meta))
+        user_outs = _without_grad(outs[:n], meta)
+        if meta.mutated_input_aliases:
+            user_outs = _regenerate_mutated_aliases(args, user_outs, meta)
+        return _user_outputs(meta, user_outs)
 
     return runtime
 
@@ -132,7 +168,10 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 #   * the input it aliases (its gradient then flows to the input directly, as in eager; a view of a leaf that
 #     requires grad refuses in-place ops with eager's own error) -- unless two elements of that input share
 #     memory (an ``expand``ed input): ``as_strided``'s gradient is taken over the storage, so ``x.select(1, 0)``
-#     of an ``x`` with stride 0 gave every element of ``x`` the gradient, where eager gives only column 0;
+#     of an ``x`` with stride 0 gave every element of ``x`` the gradient, where eager gives only column 0.
+#     Where inputs share a storage (``f(a, a[0])``), the input is the one the graph made the view from
+#     (``meta.output_of_input``): a view of ``a`` re-made from ``a[0]`` lost the gradient of the elements
+#     outside ``a[0]`` (AOT fuzz round);
 #   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
 #   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
 #     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
@@ -143,17 +182,6 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 def _storage_key(t: torch.Tensor) -> int:
     """Which storage ``t`` is a view of (its ``StorageImpl``; ``data_ptr`` is 0 for every empty tensor)."""
     return t.untyped_storage()._cdata
-
-
-def _no_overlap(t: torch.Tensor) -> bool:
-    """No two elements of ``t`` share memory: with its dims in order of stride, each stride passes the reach of
-    the smaller ones.  (Sufficient, not necessary; ``torch._debug_has_internal_overlap`` gives up on most views.)"""
-    reach = 0
-    for size, stride in sorted(((sz, st) for sz, st in zip(t.size(), t.stride()) if sz > 1), key=lambda d: d[1]):
-        if stride <= reach:
-            return False
-        reach += stride * (size - 1)
-    return True
 
 
 def _disjoint_views(views: list[torch.Tensor]) -> bool:
@@ -176,7 +204,8 @@ class OutputAliasPlan:
 
     @staticmethod
     def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
-        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad)) if rg and o._is_view()]
+        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad))
+                 if rg and o._is_view() and k not in meta.mutated_input_aliases]
         if not views and not meta.no_grad_views:  # the usual case, decided without reading any input
             return NO_ALIASES
         plan = OutputAliasPlan({}, [])
@@ -192,15 +221,18 @@ class OutputAliasPlan:
         base_index: dict[int, int] = {}
         any_input = {_storage_key(a): i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
         for k in meta.no_grad_views:  # re-made under no_grad, as eager made them
-            if (ptr := _storage_key(outs[k])) in any_input:
+            if k not in meta.mutated_input_aliases and (ptr := _storage_key(outs[k])) in any_input:
                 o = outs[k]
                 plan.views[k] = ("input", any_input[ptr], (tuple(o.size()), tuple(o.stride()), o.storage_offset()))
         for k in views:
             o = outs[k]
             geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset())
             ptr = _storage_key(o)
-            if ptr in inputs:
-                plan.views[k] = ("input", inputs[ptr], geometry)
+            if ptr in inputs:  # the input the graph made it from (several may share the storage)
+                i = meta.output_of_input.get(k, inputs[ptr])
+                if _storage_key(args[i]) == ptr and args[i].requires_grad and i not in meta.mutated_inputs \
+                        and _no_overlap(args[i]):
+                    plan.views[k] = ("input", i, geometry)
             elif ptr in plain:
                 plan.views[k] = ("output", plain[ptr], geometry)
             elif ptr in disjoint:
@@ -299,6 +331,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         n = meta.num_tensor_outputs
         user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
         _apply_mutations(args, meta, list(outs[n:n_fw]))
+        if meta.mutated_input_aliases:
+            user_outs = _regenerate_mutated_aliases(args, user_outs, meta)
         return _user_outputs(meta, user_outs)
 
     return runtime
@@ -313,7 +347,7 @@ def _writable_inputs(args: tuple, slots: list[tuple[int, int]]) -> tuple:
     args = list(args)
     for i, _ in slots:
         if args[i]._is_view() or (args[i].is_leaf and args[i].requires_grad):
-            args[i] = args[i].clone()
+            args[i] = clone_keeping_strides(args[i])
     return tuple(args)
 
 

@@ -38,6 +38,12 @@ class ViewAndMutationMeta:
     # tensor outputs that are views made under no_grad of a tensor that requires grad: eager gives them
     # ``requires_grad=True`` and no ``grad_fn`` (they get no gradient); [Note: outputs that are views]
     no_grad_views: list[int] = dataclasses.field(default_factory=list)
+    # tensor outputs that eager returns as a mutated input itself (geometry None) or as a view of one
+    # (``(size, stride, offset from the input's)``), re-made from the input after the mutation is applied;
+    # output index -> (input index, geometry): [Note: outputs that alias mutated inputs] in runtime_wrappers.py
+    mutated_input_aliases: dict[int, tuple[int, tuple | None]] = dataclasses.field(default_factory=dict)
+    # tensor output -> the input whose memory it shares (any input, mutated or not)
+    output_of_input: dict[int, int] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from mininductor.runtime import unflattener

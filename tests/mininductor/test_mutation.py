@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import minidynamo
 
-from .utils import DEVICE, assert_same, check, run_shapes
+from .utils import DEVICE, assert_same, check, frames_ok, run_shapes
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -167,3 +167,192 @@ def test_inplace_op_on_an_overlapping_view_runs_the_graph_eagerly(fn, requires_g
     assert_same(out, fn(x))
     assert metrics.fallback_ops == ["whole graph (in-place op on a view whose elements overlap)"]
     assert minidynamo.counters["frames"]["ok"] == 1 and not minidynamo.counters["eager_fallback"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Mutated inputs in AOTAutograd: what the outputs alias, how the new value is written back, what eager cannot
+# express functionally (regression tests of the AOT fuzz round; each compares with eager: values, final inputs,
+# aliasing, requires_grad and the gradients of every leaf)
+# ---------------------------------------------------------------------------------------------------------------
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def _run_both(fn, make_inputs, backend, grad=True):
+    """``fn`` eagerly and compiled on two copies made by ``make_inputs() -> (leaves, inputs)``; compares outputs,
+    final inputs, which input each output shares memory with, ``requires_grad``/``grad_fn`` and (grad mode)
+    the gradients of a weighted sum of everything with a history.  Returns the compiled outputs and inputs."""
+    (leaves, inputs), (ref_leaves, ref_inputs) = [_seeded(make_inputs) for _ in range(2)]
+    compiled = minidynamo.minicompile(fn, backend=backend)
+    with torch.set_grad_enabled(grad):
+        outs, expected = compiled(*inputs), fn(*ref_inputs)
+    assert_same((outs, inputs), (expected, ref_inputs))
+    storage = lambda t: t.untyped_storage()._cdata
+    for o, e in zip(outs, expected):
+        assert [storage(o) == storage(a) for a in inputs] == [storage(e) == storage(a) for a in ref_inputs]
+        assert (o.requires_grad, o.grad_fn is None) == (e.requires_grad, e.grad_fn is None)
+    if grad and any(t.grad_fn is not None for t in (*expected, *ref_inputs)):
+        weights = [torch.randn(o.shape) for o in (*expected, *ref_inputs)]
+        for ts, ls in (((*outs, *inputs), leaves), ((*expected, *ref_inputs), ref_leaves)):
+            sum((t * w).sum() for t, w in zip(ts, weights) if t.grad_fn is not None).backward()
+        for leaf, ref in zip(leaves, ref_leaves):
+            assert (leaf.grad is None) == (ref.grad is None)
+            if ref.grad is not None:
+                assert_same(leaf.grad, ref.grad, atol=1e-5, rtol=1e-4)
+    return outs, inputs
+
+
+def _seeded(make_inputs):
+    torch.manual_seed(0)
+    return make_inputs()
+
+
+def _index_add_then_views(b, w):
+    b.index_add_(0, torch.tensor([2]), w.sum(0, keepdim=True))
+    return b[::2], b.t(), b
+
+
+def _transposed_non_leaf():
+    leaf, w = torch.randn(4, 3, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    return [leaf, w], [(leaf * 1).t(), w]
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_output_that_views_a_mutated_input_stays_its_view(backend, grad):
+    """``b.index_add_(...); return b[::2], b.t(), b``: eager returns views of ``b`` (and ``b``).  The functional
+    graph returned views of ``b``'s new value, a buffer the runtime then copies into ``b``: right values, but a
+    later write through the output missed ``b`` (aot_eager, both grad modes; inductor in training).  Such outputs
+    are re-made from the input after the copy-back, with eager's geometry ([Note: outputs that alias mutated
+    inputs])."""
+    outs, (b, _) = _run_both(_index_add_then_views, _transposed_non_leaf, backend, grad)
+    assert outs[2] is b
+    with torch.no_grad():
+        outs[0].zero_()
+    assert not b[::2].any()
+    assert frames_ok() == 1
+
+
+def _write_a_view_of_a_leaf_under_no_grad(c, x):
+    with torch.no_grad():
+        c.copy_(x.detach() * 2)
+    return x.sin(), c
+
+
+def _gapped_view_of_a_leaf():
+    leaf, x = torch.randn(4, 3, requires_grad=True), torch.randn(4, 2, requires_grad=True)
+    return [leaf, x], [leaf[:, ::2], x]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_a_leaf_written_under_no_grad_is_written_back_under_no_grad(backend):
+    """The program writes ``c = leaf[:, ::2]`` under ``no_grad`` (eager refuses it under grad mode).  The runtime
+    copied the new value back under grad mode: "a view of a leaf Variable that requires grad is being used in an
+    in-place operation" (aot_eager); and mininductor's forward read the clone of ``c`` that the runtime passes it
+    contiguous, with the strides (3, 2) it was compiled for, and wrote garbage into ``c``."""
+    _run_both(_write_a_view_of_a_leaf_under_no_grad, _gapped_view_of_a_leaf, backend)
+    assert frames_ok() == 1
+
+
+def _write_through_a_reshape(a):
+    a.reshape(-1).copy_(torch.full((8,), 1.5))  # ``a`` has gaps: the reshape is a copy, ``a`` stays as it is
+    return a.sin(), a
+
+
+def _column_slice_of_a_non_leaf():
+    leaf = torch.randn(4, 3, requires_grad=True)
+    return [leaf], [(leaf * 1)[:, 1:]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_input_with_gaps_keeps_its_strides_in_the_trace(backend):
+    """AOTAutograd clones an input that requires grad before the graph writes it; ``clone()`` of an input with
+    gaps is contiguous, so ``reshape(-1)`` of the clone was a view where eager's is a copy: the graph wrote ``a``,
+    which eager leaves alone (a mutated input's value differing from eager).  The clone keeps the input's strides
+    ([Note: a clone keeps the input's strides])."""
+    _run_both(_write_through_a_reshape, _column_slice_of_a_non_leaf, backend)
+    assert frames_ok() == 1
+
+
+def _fill_under_no_grad(a, b):
+    with torch.no_grad():
+        b.masked_fill_(b > 0, -0.5)
+    return a * 2, b
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_leaf_changed_under_no_grad_gets_no_gradient(backend):
+    """A leaf written under ``no_grad`` keeps ``grad`` None in eager; its new value counted as a differentiable
+    output of the graph, whose backward gave the leaf a zero gradient.  A mutation autograd never saw (under
+    ``no_grad`` or through ``detach()``) is no differentiable output."""
+    def make():
+        a, b = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+        return [a, b], [a, b]
+    _run_both(_fill_under_no_grad, make, backend)
+
+
+def _detach_then_fill(c):
+    t = c.detach()
+    t[::2] = c.reshape(-1).norm()  # ``t`` now has a history of its own (through the norm), ``c`` does not
+    return t, c
+
+
+def _add_own_column(b):
+    b.add_(b.narrow(1, 1, 1))  # reads column 1 after writing it (eager does not check an input with gaps)
+    return b * 1
+
+
+def _index_add_own_rows(b):
+    b.detach().index_add_(0, torch.tensor([2, 2, 0, 1]), b)  # reads row 2 after writing it
+    return b * 1
+
+
+def _masked_fill_of_an_expand(c):
+    e = c.unsqueeze(0).expand(2, *c.shape)
+    e.masked_fill_(c > 0, -0.36)  # eager (deprecated): filled where the mask is false
+    return e
+
+
+def _non_leaf_with_gaps():
+    leaf = torch.randn(4, 3, requires_grad=True)
+    return [leaf], [(leaf * 1)[:, ::2]]  # strides (3, 2): ``reshape(-1)`` copies
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_detach_then_fill, _add_own_column, _index_add_own_rows, _masked_fill_of_an_expand])
+def test_what_a_functional_graph_cannot_express_runs_eagerly(fn, backend):
+    """Programs whose eager result no functional graph gives: a ``detach()``ed alias of a mutated input that gets
+    a gradient of its own (it was re-made as a view of the input: wrong gradients); in-place ops that read what
+    they already wrote (wrong values); ``masked_fill_`` of an ``expand``ed tensor (wrong values).  The graph now
+    runs eagerly, with a warning."""
+    make = (lambda: ([], [torch.randn(4, 4)[:, ::2]])) if fn is _masked_fill_of_an_expand else _non_leaf_with_gaps
+    with pytest.warns(UserWarning, match="eagerly"):
+        _run_both(fn, make, backend)
+
+
+def _set_rows_of_an_expand(b):
+    b.unsqueeze(0).expand(2, *b.shape)[:2] = b  # eager copies ``b`` onto itself twice; the meta kernel refuses
+    return b * 2
+
+
+def _view_then_write_through_a_transpose(c):
+    t = c.permute(1, 0).add_(1.5)
+    v = c.view(-1)
+    t.index_add_(0, torch.tensor([0, 1]), torch.ones(2, 3))
+    return v  # functionalization re-makes ``v`` from ``c``'s new value, with transposed strides: ``view`` refuses
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_set_rows_of_an_expand, _view_then_write_through_a_transpose])
+def test_a_write_tracing_refuses_runs_the_graph_eagerly(fn, backend):
+    """Writes that functionalization refuses where eager runs them: a copy into an ``expand``ed view ("more than
+    one element of the written-to tensor refers to a single memory location", from the meta kernel of
+    ``copy_``), and a view it must replay on a new value whose strides ``view`` cannot take (upstream's
+    torch.compile raises there too).  The first escaped ``aot_eager`` as an internal error, the second both
+    backends.  The graph now runs eagerly, with a warning (mininductor first tries an inference trace when
+    nothing requires grad)."""
+    def make():
+        leaf = torch.randn(3, 4, requires_grad=fn is _view_then_write_through_a_transpose)
+        return [leaf], [leaf * 1]  # (backward of the write into an ``expand``: eager refuses it)
+    with pytest.warns(UserWarning, match="eagerly|tracing for inference"):
+        _run_both(fn, make, backend)
+    assert frames_ok() == 1

@@ -236,3 +236,54 @@ def test_multihead_attention_evaluated_under_no_grad_in_eval_mode_between_traini
             x = torch.randn(2, 5, 8)
             assert_same(compiled(x), loss_fn(ref, x), atol=1e-5, rtol=1e-4)
     assert minidynamo.counters["frames"]["ok"] == 2 and not minidynamo.counters["graph_break"]
+
+
+def _view_then_write_under_no_grad(a):
+    t0 = a.select(1, 0)
+    t1 = a.contiguous().view(-1)
+    with torch.no_grad():
+        a.add_(a)
+    return t0, t1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_whose_base_changes_under_no_grad(backend):
+    """Called under ``no_grad`` with ``a = leaf[:, 1:]``: ``t0`` is a view made under ``no_grad`` whose base then
+    changes, and reading its ``grad_fn`` raises, in eager too ("A view was created in no_grad mode ...").
+    Collecting the graph's metadata read it and raised; such a view gets no gradient: it counts as one without
+    ``grad_fn``.  (Under grad mode the copy-back into a view of a leaf raised too: the program wrote it under
+    ``no_grad``.)  (AOT fuzz round.)"""
+    compiled = minidynamo.minicompile(_view_then_write_under_no_grad, backend=backend)
+    for grad in (False, True):
+        (leaf,), (leaf_ref,) = leaves(torch.randn(4, 3))
+        a, a_ref = leaf[:, 1:], leaf_ref[:, 1:]  # made under grad mode (else: a translator bug, not ours)
+        with torch.set_grad_enabled(grad):
+            out, ref = compiled(a), _view_then_write_under_no_grad(a_ref)
+        assert_same([o.detach() for o in out], [r.detach() for r in ref])  # (eager's ``ref[0].grad_fn`` raises)
+        assert_same(leaf, leaf_ref)
+        assert out[0]._base is leaf and out[0].requires_grad
+    assert minidynamo.counters["frames"]["ok"] == 2  # one per grad mode
+
+
+def _view_then_write_after_a_no_grad_block(a):
+    t1 = a.select(0, 1)
+    with torch.no_grad():
+        s = a.sum()
+    a.mul_(2)
+    return t1 * s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_symbolic_graph_with_a_no_grad_block_is_specialised(backend):
+    """``dynamic=True``: the graph is specialised per shape after a fake run of it under ``no_grad``, on fakes
+    that required grad.  The graph turns grad mode back on after its ``no_grad`` block, and ``a.mul_(2)`` then
+    changed the base of a view made "under no_grad": autograd raised, where eager runs.  The fakes no longer
+    require grad (specialize.py).  (AOT fuzz round.)"""
+    compiled = minidynamo.minicompile(_view_then_write_after_a_no_grad_block, backend=backend, dynamic=True)
+    (leaf,), (leaf_ref,) = leaves(torch.randn(3, 4))
+    out, ref = compiled(leaf * 1), _view_then_write_after_a_no_grad_block(leaf_ref * 1)
+    assert_same(out, ref)
+    out.sum().backward()
+    ref.sum().backward()
+    assert_same(leaf.grad, leaf_ref.grad)
+    assert minidynamo.counters["frames"]["ok"] == 1

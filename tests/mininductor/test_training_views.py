@@ -291,3 +291,46 @@ def test_view_chain_compiles_with_eager_values_and_gradients(name):
     assert metrics.fallback_count == 0, metrics.fallback_ops
     assert metrics.generated_kernel_count == kernels
     assert frames_ok() == 1 and not minidynamo.counters["graph_break"]
+
+
+def _views_of_two_aliasing_inputs(a, b):
+    return a.t(), b / (1.5 + a.mean(0, keepdim=True).abs())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_one_of_two_inputs_on_one_storage_is_remade_from_that_input(backend):
+    """``f(a, a[1:])`` returning ``a.t()``: the output was re-made as ``as_strided`` of whichever input the
+    storage was looked up to, here ``b = a[1:]``, whose gradient loses the elements outside ``b``: row 0 of
+    ``a``'s gradient was missing.  The input is the one the graph made the view from (``meta.output_of_input``).
+    (AOT fuzz round.)"""
+    compiled = minidynamo.minicompile(_views_of_two_aliasing_inputs, backend=backend)
+    (leaf,), (leaf_ref,) = leaves(torch.randn(3, 4))
+    a, a_ref = leaf[:, ::2], leaf_ref[:, ::2]
+    out, ref = compiled(a, a[1:]), _views_of_two_aliasing_inputs(a_ref, a_ref[1:])
+    assert_same(out, ref)
+    assert out[0]._base is leaf
+    weights = [torch.randn(r.shape) for r in ref]
+    sum((o * w).sum() for o, w in zip(out, weights)).backward()
+    sum((r * w).sum() for r, w in zip(ref, weights)).backward()
+    assert_same(leaf.grad, leaf_ref.grad, atol=1e-5, rtol=1e-4)
+    assert frames_ok() == 1
+
+
+def _scatter_a_larger_source(a):
+    t = torch.stack([a, a]) * 2
+    return t.scatter_(2, torch.tensor([[[0], [3], [2]], [[2], [3], [0]]]), torch.stack([a, a])).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backward_that_eager_refuses_raises_at_backward(backend):
+    """``scatter_`` with a source larger than its index: eager runs the forward, and only its backward raises
+    (ScatterBackward0 "returned an invalid gradient").  Tracing the joint graph raised at the first call.  As for
+    a saved tensor changed in place ([Note: a backward that eager refuses]), the graph runs eagerly and raises
+    at ``backward()``, as eager does.  (AOT fuzz round.)"""
+    compiled = minidynamo.minicompile(_scatter_a_larger_source, backend=backend)
+    (a,), (a_ref,) = leaves(torch.randn(3, 4))
+    with pytest.warns(UserWarning, match="backward would fail"):
+        out = compiled(a)
+    assert_same(out, _scatter_a_larger_source(a_ref))
+    with pytest.raises(RuntimeError, match="invalid gradient"):
+        out.backward()
