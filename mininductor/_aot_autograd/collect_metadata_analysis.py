@@ -34,6 +34,7 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
         # strides] in functional_utils.py)
         already = [torch._functionalize_mutation_counter(a.elem) if isinstance(a, FunctionalTensor) else 0
                    for a in f_args]
+        history = [a.grad_fn if isinstance(a, torch.Tensor) else None for a in f_args]
         flat_outs, out_spec = pytree.tree_flatten(fn(*f_args))
         if any(isinstance(o, (torch.SymInt, torch.SymFloat, torch.SymBool)) for o in flat_outs):
             # kept as a constant it would be the symbol itself (``s77``) on every call: refuse, so the caller
@@ -47,7 +48,11 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
         tensors = [o for o in flat_outs if isinstance(o, torch.Tensor)]
         no_grad_views = [k for k, o in enumerate(tensors) if o.requires_grad and _no_grad_fn(o) and o._is_view()]
         out_rg = [o.requires_grad and k not in no_grad_views for k, o in enumerate(tensors)]
-        mut_rg = [f_args[i].requires_grad and not _invisible_to_autograd(f_args[i]) for i in mutated]
+        # a mutation autograd never saw (under ``no_grad``, or through a ``detach()``ed alias) leaves the input's
+        # history as it was: the new value is then no differentiable output (upstream's
+        # ``mutations_under_no_grad_or_inference_mode``, ``mutations_hidden_from_autograd``).  Counted as one, its
+        # tangent gave a leaf changed under ``no_grad`` a zero gradient where eager's is None.
+        mut_rg = [f_args[i].requires_grad and f_args[i].grad_fn is not history[i] for i in mutated]
         vals = [from_fun(o) for o in tensors] + [from_fun(f_args[i]) for i in mutated]
         # which input each output shares memory with: the functional inputs have a storage each, also where the
         # caller's inputs share one (``f(a, a[0])``), so this tells which one the graph made the output from
@@ -69,15 +74,6 @@ def _no_grad_fn(t: torch.Tensor) -> bool:
         return t.grad_fn is None
     except RuntimeError:
         return True
-
-
-def _invisible_to_autograd(a: FunctionalTensor) -> bool:
-    """Every mutation of ``a`` happened under ``no_grad`` or through a ``detach()``ed alias: eager's autograd did
-    not record any, so the input keeps its history and its new value is no differentiable output (upstream:
-    ``mutations_under_no_grad_or_inference_mode``, ``mutations_hidden_from_autograd``).  Counted as requiring
-    grad, its tangent gave a leaf changed under ``no_grad`` a zero gradient where eager's is None."""
-    return torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(a.elem) or \
-        torch._functionalize_are_all_mutations_hidden_from_autograd(a.elem)
 
 
 class AliasOfMutatedInput(NotImplementedError):

@@ -356,3 +356,20 @@ def test_a_write_tracing_refuses_runs_the_graph_eagerly(fn, backend):
     with pytest.warns(UserWarning, match="eagerly|tracing for inference"):
         _run_both(fn, make, backend)
     assert frames_ok() == 1
+
+
+def _scale_through_a_detach(a, b):
+    a.detach().mul_(1.5)  # autograd never sees it: ``a`` keeps its history (a leaf: no gradient at all)
+    return b * 2, a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_leaf_changed_through_detach_gets_no_gradient(backend):
+    """As under ``no_grad``: ``a.detach().mul_(1.5)`` of a leaf ``a``; its new value counted as a differentiable
+    output (functionalization's "hidden from autograd" flag is not set by ``detach``), and ``a.grad`` came back
+    zeros where eager's is None.  A mutation that leaves the input's autograd history as it was is no
+    differentiable output."""
+    def make():
+        a, leaf = torch.randn(4, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+        return [a, leaf], [a, leaf * 1]
+    _run_both(_scale_through_a_detach, make, backend)
