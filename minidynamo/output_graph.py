@@ -285,8 +285,14 @@ class OutputGraph:
         is_state = isinstance(value, torch.nn.Parameter) or is_module_attribute(self, source)
         dynamic = dynamic_shapes.dynamic_dims_for_tensor(self, source, value, is_state)
         marked = getattr(value, "_minidynamo_dynamic_dims", set())
-        fake = self.fake_mode.from_tensor(value, source=dynamic_shapes.ShapeGuardSource(source.name()),
-                                          symbolic_context=dynamic_shapes.symbolic_context(value, dynamic))
+        try:
+            fake = self.fake_mode.from_tensor(value, source=dynamic_shapes.ShapeGuardSource(source.name()),
+                                              symbolic_context=dynamic_shapes.symbolic_context(value, dynamic))
+        except RuntimeError as e:  # a view made under no_grad, its base since written in place: autograd
+            # refuses to say whether it is a leaf, and eager never asks unless the code differentiates through it
+            # (fuzz round 12: an internal error)
+            unimplemented(f"tensor {source.name()} cannot be traced: {str(e).splitlines()[0][:120]}",
+                          "the code reading it runs eagerly")
         for d, size in enumerate(fake.shape):
             if dynamic_shapes.is_symbolic(size):
                 self.symbol_frames.setdefault(size.node.expr, self.user_frame())

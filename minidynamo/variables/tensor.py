@@ -327,9 +327,11 @@ def check_no_new_grad_leaf(target: Any, example: Any, grad_leaves: list) -> None
     ``grad_fn``.  As upstream ("factory functions that return tensors that require grad", ``requires_grad_``), it
     is a graph break: eager makes the tensor.  ``grad_leaves``: the arguments that were such leaves already (an
     in-place op on a parameter returns it: allowed).  A view is no new leaf either: under ``no_grad`` a view of a
-    parameter (``self.b1[:, None]``) is a leaf that requires grad because its base does."""
-    if isinstance(example, torch.Tensor) and example.requires_grad and example.is_leaf and \
-            not example._is_view() and not any(example is a for a in grad_leaves):
+    parameter (``self.b1[:, None]``) is a leaf that requires grad because its base does.  (Views are told apart
+    first: ``is_leaf`` of a view made under ``no_grad`` whose base was then written in place raises -- eager never
+    asks -- an internal error in ``y[:2].mul_(2)`` under ``no_grad``, fuzz round 12.)"""
+    if isinstance(example, torch.Tensor) and example.requires_grad and not example._is_view() and \
+            example.is_leaf and not any(example is a for a in grad_leaves):
         what = getattr(target, "__name__", target)
         unimplemented(f"`{what}` makes a tensor that requires grad inside the compiled function",
                       "create it outside the compiled function (or as an nn.Parameter of a module)")

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import minidynamo
+from minidynamo.testing import same
 
 X = torch.arange(3.0)
 
@@ -231,3 +232,38 @@ def test_requires_grad_of_an_input_that_changes_the_flag_breaks_the_graph(backen
     assert compiled_x.requires_grad is eager_x.requires_grad is False
     assert dict(minidynamo.counters["graph_break"]) == {
         "`Tensor.requires_grad_()` changes the tensor's requires_grad flag": 1}
+
+
+# --- views made under no_grad and written in place (fuzz round 12) --------------------------------------------------
+
+def _write_a_view_under_no_grad(x, y):
+    t = x * 1
+    with torch.no_grad():
+        y[:2].mul_(2)  # is_leaf of the fake view raised in the translator (an internal error)
+        return t + 1
+
+
+def _read_a_written_view_after_a_break(x, y):
+    t = x * 1
+    with torch.no_grad():
+        t = t.view(-1)
+        t.add_(1)
+    print(end="")
+    return y * 2, len(t)  # t as a graph input: fakifying it raised (an internal error)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_view_made_and_written_under_no_grad_is_traced_or_refused_as_eager_allows(backend):
+    """Autograd refuses to tell ``grad_fn``/``is_leaf`` of a view made under ``no_grad`` whose base was then
+    written in place; eager never asks.  The translator asked twice: in ``check_no_new_grad_leaf`` (now views are
+    told apart first) and when such a tensor became a graph input (now a refusal: the frame reading it runs
+    eagerly)."""
+    make = lambda: (torch.ones(4, requires_grad=True), torch.ones(4, requires_grad=True))
+    for fn in (_write_a_view_under_no_grad, _read_a_written_view_after_a_break):
+        minidynamo.reset()
+        (xe, ye), (xc, yc) = make(), make()
+        expected = fn(xe, ye)
+        got = minidynamo.minicompile(fn, backend=backend)(xc, yc)
+        assert same(got, expected) and same(yc, ye), (got, expected)
+    if backend == "eager":  # aot_eager's graph hands t back as a fresh view, which autograd accepts
+        assert "cannot be traced" in " ".join(minidynamo.counters["eager_fallback"])
