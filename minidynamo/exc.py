@@ -21,6 +21,11 @@ class Unsupported(RuntimeError):
         if self.user_stack:
             fs = self.user_stack[-1]
             parts.append(f"  at {fs.filename}:{fs.lineno} in {fs.name}" + (f": {fs.line}" if fs.line else ""))
+            # the compiled function's own line too: a refusal inside an inlined callee (a @contextmanager's
+            # generator runs inside contextlib) named only the callee's (fuzz round 12, fullgraph=True)
+            for fs in reversed(self.user_stack[:-1]):
+                parts.append(f"  called from {fs.filename}:{fs.lineno} in {fs.name}" +
+                             (f": {fs.line}" if fs.line else ""))
         if self.hint:
             parts.append(f"  hint: {self.hint}")
         return "\n".join(parts)

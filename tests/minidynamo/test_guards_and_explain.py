@@ -1,4 +1,6 @@
 """Guards, recompiles, explain, fullgraph and eager fallback: the translator's answers in words, vs eager."""
+import contextlib
+
 import pytest
 import torch
 
@@ -101,6 +103,28 @@ def test_fullgraph_raises_with_file_line_and_hint():
         f(torch.randn(5))
     text = str(info.value)
     assert "test_guards_and_explain.py" in text and "hint:" in text and ".item()" in text
+
+
+@contextlib.contextmanager
+def _printing_manager():
+    print(end="")
+    yield
+
+
+def _enters_a_printing_manager(x):
+    with _printing_manager():
+        return x + 1
+
+
+def test_fullgraph_names_the_compiled_functions_line_under_an_inlined_callee():
+    """A refusal inside a @contextmanager's generator (run inside contextlib's ``__init__``) named only
+    contextlib's and the generator's lines (translator fuzz round 12): every frame is listed, out to the
+    compiled function's."""
+    f = minidynamo.minicompile(_enters_a_printing_manager, backend="eager", fullgraph=True)
+    with pytest.raises(minidynamo.exc.Unsupported) as info:
+        f(torch.ones(2))
+    line = _enters_a_printing_manager.__code__.co_firstlineno + 1
+    assert f"called from {__file__}:{line} in _enters_a_printing_manager" in str(info.value)
 
 
 def test_explain_fields_match_torch_dynamo():
