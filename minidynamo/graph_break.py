@@ -420,28 +420,40 @@ def compile_and_break(tx, inst) -> list:
         continue_at(tx, cg, inst.offset, virtual, live, run_eagerly=Unsupported(
             "the rest of a frame from a try block with a graph break inside it",
             "it runs eagerly: move the code that breaks out of the try block"))
-    elif inst.opname in JUMPS:
+    elif inst.opname in JUMPS:  # bool() of the condition may raise: guarded, as below
         taken = Label()
+        exits = exit_slots(tx.stack, virtual)
+        guarded = open_exit_guard(cg, exits)
         cg.append(Instr(forward_jump_name(inst.opname), taken))
+        handler = close_exit_guard(tx, cg, guarded, exits)
         continue_at(tx, cg, nxt, virtual[:-1], live)
         cg.append(taken)
         continue_at(tx, cg, inst.argval, virtual[:-1], live)
-    elif inst.opname == "FOR_ITER":
+        cg.append(*handler)
+    elif inst.opname == "FOR_ITER":  # the iterator's __next__ may raise
         done = Label()
+        exits = exit_slots(tx.stack, virtual)
+        guarded = open_exit_guard(cg, exits)
         cg.append(Instr("FOR_ITER", done))
+        handler = close_exit_guard(tx, cg, guarded, exits)
         continue_at(tx, cg, nxt, virtual + [False], live)
         cg.append(done)
         if bt.PY312:
             cg.append(Instr("END_FOR"))
         continue_at(tx, cg, for_iter_exit(tx, inst), virtual[:-1], live)
+        cg.append(*handler)
     elif pushes_null(inst):  # run it in the no-NULL form; the NULL below the result becomes virtual
+        exits = exit_slots(tx.stack, virtual)  # the attribute may be missing (fuzz round 12: grad mode stayed off)
+        guarded = open_exit_guard(cg, exits)
         if inst.opname == "LOAD_GLOBAL":
             cg.load_global(inst.argval, push_null=False)
             after = virtual + [True, False]
         else:
             cg.load_attr(inst.argval)
             after = virtual[:-1] + [True, False]
+        handler = close_exit_guard(tx, cg, guarded, exits)
         continue_at(tx, cg, nxt, after, live)
+        cg.append(*handler)
     elif comp is not None:  # the whole comprehension runs natively: [Note: a break inside an inlined comprehension]
         exits = exit_slots(tx.stack, virtual)
         guarded = open_exit_guard(cg, exits)

@@ -176,6 +176,36 @@ def test_a_native_instruction_that_raises_in_a_resume_function_leaves_the_block(
     assert cnt.frame_count == 1
 
 
+def _gen_that_raises():
+    yield 1
+    raise ValueError("h")
+
+
+@pytest.mark.parametrize("kind", ["attribute", "jump", "for"])
+def test_a_native_attribute_jump_or_for_iter_that_raises_inside_no_grad_leaves_it(kind):
+    """Breaks at a missing attribute (``LOAD_ATTR``), at ``if`` on a tensor of two values, and at ``for`` over a
+    generator that raises run their instruction in a form of their own, which the exit guard did not cover:
+    grad mode stayed off in the caller (fuzz round 12)."""
+    def fn(x, t, z):
+        with torch.no_grad():
+            y = x * 2
+            if kind == "attribute":
+                y = y + t.nonzero()
+            elif kind == "jump" and z:
+                y = y + 1
+            elif kind == "for":
+                for v in z:
+                    y = y + v
+        return y
+
+    z = {"attribute": 1, "jump": torch.ones(2), "for": None}[kind]
+    compiled = minidynamo.minicompile(fn, backend="eager")
+    for _ in range(2):
+        with pytest.raises((AttributeError, RuntimeError, ValueError)):
+            compiled(X, (1,), z if kind != "for" else _gen_that_raises())
+        assert torch.is_grad_enabled()
+
+
 # --- an exception at a graph break inside a user `with` block (fuzz round 12) ---------------------------------------
 
 @contextlib.contextmanager
