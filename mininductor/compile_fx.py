@@ -354,7 +354,10 @@ def _compile_fx_uncached(gm, example_inputs, mode, options, changes):
 # (``x.unfold(0, 4, 1).mul_(2)``, ``x.expand(2, 3)[:2] = y``): eager runs it (in some element order), a functional
 # graph cannot express it, upstream refuses it too.
 _OVERLAPPING_MUTATION = ("functionalization encountered a tensor being mutated that has internal overlap",
-                         "more than one element of the written-to tensor refers to a single memory location")
+                         "more than one element of the written-to tensor refers to a single memory location",
+                         # a window beyond its input's elements (decomposition.py), a write through one
+                         "functionalization encountered a window outside the elements of its input",
+                         "encountered a mutation on a view chain")
 
 
 def writes_overlapping_memory(e: Exception) -> bool:

@@ -14,6 +14,7 @@ Welford reduction for both outputs) -- is not listed.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 
 import torch
@@ -326,6 +327,9 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
         if _writes_overlapping_elements(func, args):
             raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
                                "internal overlap (one element written twice: eager applies the op twice)")
+        if func in (torch.Tensor.as_strided, torch.as_strided) and _outside_its_input(*args, **(kwargs or {})):
+            raise RuntimeError("as_strided: functionalization encountered a window outside the elements of its "
+                               "input (eager reads and writes the storage beyond them)")
         if _reads_what_it_writes(func, args, kwargs or {}):
             raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
                                "internal overlap with an operand (eager reads some elements after writing them)")
@@ -359,14 +363,16 @@ def _writes_overlapping_elements(func, args) -> bool:
     functionalization, which only refuses the overlaps ATen can prove (``unfold``), wrote it back once.  Such a
     graph runs eagerly (``compile_fx._OVERLAPPING_MUTATION``)."""
     name = getattr(func, "__name__", "")
-    if not (name.endswith("_") and not name.startswith("__") or name.startswith("__i")) or not args or \
-            not isinstance(args[0], torch.Tensor):
+    if not (name.endswith("_") and not name.startswith("__") or name.startswith("__i") or name == "__setitem__") \
+            or not args or not isinstance(args[0], torch.Tensor):
         return False
     size, stride = args[0].shape, args[0].stride()
     if not all(isinstance(v, int) for v in (*size, *stride)):
         return False
     if any(st == 0 for n, st in zip(size, stride) if n > 1):
-        return name == "masked_fill_"  # [Note: masked_fill_ of an expanded tensor]
+        return name in _RUN_BY_EAGER_ON_AN_EXPAND  # [Note: in-place ops on an expanded tensor]
+    if name == "__setitem__":
+        return False
     reach = 0  # walking the dims from the smallest stride up, each passes the reach of those below (sufficient)
     for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
         if st <= reach:
@@ -401,25 +407,42 @@ def _reads_what_it_writes(func, args, kwargs) -> bool:
     return False
 
 
+def _outside_its_input(x, size, stride, storage_offset=None) -> bool:
+    """Does ``x.as_strided(size, stride, storage_offset)`` reach storage elements that are none of ``x``'s?
+    ``a.as_strided((2, 2), (1, 2))`` of ``a = x[:, ::2]`` reads ``x[0, 1]``: a functional graph knows ``a``'s
+    elements only, and a write through the window did not reach ``x[0, 1]`` (AOT fuzz round).  Such a graph runs
+    eagerly.  (Counted; False when too many to count or symbolic.)"""
+    if not isinstance(x, torch.Tensor):
+        return False
+    window = _offsets(size, stride, x.storage_offset() if storage_offset is None else storage_offset)
+    own = _offsets(x.shape, x.stride(), x.storage_offset())
+    return window is not None and own is not None and not window <= own
+
+
+def _offsets(size, stride, start) -> set | None:
+    """The storage offsets of the elements of a strided window (None: too many to count, or symbolic)."""
+    if not all(isinstance(v, int) for v in (*size, *stride, start)) or math.prod(size) > 1 << 16:
+        return None
+    offsets = [start]
+    for n, st in zip(size, stride):
+        offsets = [o + i * st for o in offsets for i in range(n)]
+    return set(offsets)
+
+
 def _offsets_meet(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Do two tensors on one storage share an element (counted; False when too many to count or symbolic)?"""
-    sets = []
-    for t in (a, b):
-        if not all(isinstance(v, int) for v in (*t.shape, *t.stride(), t.storage_offset())) or t.numel() > 1 << 16:
-            return False
-        offsets = [t.storage_offset()]
-        for n, st in zip(t.shape, t.stride()):
-            offsets = [o + i * st for o in offsets for i in range(n)]
-        sets.append(set(offsets))
-    return not sets[0].isdisjoint(sets[1])
+    sets = [_offsets(t.shape, t.stride(), t.storage_offset()) for t in (a, b)]
+    return all(o is not None for o in sets) and not sets[0].isdisjoint(sets[1])
 
 
-# [Note: masked_fill_ of an expanded tensor]  Eager refuses an in-place op on a tensor with stride 0 ("more than
-# one element of the written-to tensor refers to a single memory location"), and so does our compiled graph when
-# it writes the input back -- except ``fill_``/``zero_``, which write one value everywhere, and ``masked_fill_``
-# (deprecated there), whose result depends on the element order: ``e.masked_fill_(mask, v)`` of an ``expand``ed
-# input filled elements whose mask was false in eager, none in the functional graph (AOT fuzz round).  That graph
-# runs eagerly.
+# [Note: in-place ops on an expanded tensor]  Eager refuses most in-place ops on a tensor with stride 0 ("more
+# than one element of the written-to tensor refers to a single memory location"), and so does our compiled graph
+# when it writes the input back.  Those eager runs give wrong answers functionalized: ``masked_fill_``
+# (deprecated there) depends on the element order (it filled elements whose mask was false in eager, none in the
+# functional graph), and a write into an ``expand``ed view of an input (``c.unsqueeze(0).expand(2, 3, 4).zero_()``,
+# ``fill_``, ``index_fill_``, ``e[1:] = v``) did not reach the input, or reached it summed over the copies
+# (AOT fuzz round).  Such a graph runs eagerly.
+_RUN_BY_EAGER_ON_AN_EXPAND = {"masked_fill_", "fill_", "zero_", "index_fill_", "__setitem__"}
 
 
 def _really_overlaps(size, stride) -> bool:

@@ -312,19 +312,33 @@ def _masked_fill_of_an_expand(c):
     return e
 
 
+def _fill_an_expand_of_the_input(c):
+    c.unsqueeze(0).expand(2, *c.shape).fill_(0.25)  # eager writes every element of ``c`` once
+    return c * 1
+
+
+def _write_through_a_window_beyond_the_input(c):
+    c.as_strided((2, 2), (1, 2)).add_(2.0)  # ``c = x[:, ::2]``: the window covers x[0, 1] and x[0, 3] too
+    return c * 1
+
+
 def _non_leaf_with_gaps():
     leaf = torch.randn(4, 3, requires_grad=True)
     return [leaf], [(leaf * 1)[:, ::2]]  # strides (3, 2): ``reshape(-1)`` copies
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [_detach_then_fill, _add_own_column, _index_add_own_rows, _masked_fill_of_an_expand])
+@pytest.mark.parametrize("fn", [_detach_then_fill, _add_own_column, _index_add_own_rows, _masked_fill_of_an_expand,
+                                _fill_an_expand_of_the_input, _write_through_a_window_beyond_the_input])
 def test_what_a_functional_graph_cannot_express_runs_eagerly(fn, backend):
     """Programs whose eager result no functional graph gives: a ``detach()``ed alias of a mutated input that gets
     a gradient of its own (it was re-made as a view of the input: wrong gradients); in-place ops that read what
-    they already wrote (wrong values); ``masked_fill_`` of an ``expand``ed tensor (wrong values).  The graph now
-    runs eagerly, with a warning."""
-    make = (lambda: ([], [torch.randn(4, 4)[:, ::2]])) if fn is _masked_fill_of_an_expand else _non_leaf_with_gaps
+    they already wrote (wrong values); ``masked_fill_`` of an ``expand``ed tensor, ``fill_`` of an ``expand`` of
+    an input, a write through an ``as_strided`` window beyond its input's elements (wrong values: [Note: in-place
+    ops on an expanded tensor], ``_outside_its_input`` in decomposition.py).  The graph now runs eagerly, with a
+    warning."""
+    without_grad = fn in (_masked_fill_of_an_expand, _fill_an_expand_of_the_input)  # (autograd refuses those)
+    make = (lambda: ([], [torch.randn(4, 4)[:, ::2]])) if without_grad else _non_leaf_with_gaps
     with pytest.warns(UserWarning, match="eagerly"):
         _run_both(fn, make, backend)
 
