@@ -51,6 +51,41 @@ def final_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
     return switches[-1].args[0] if switches else None
 
 
+def hoist_leading_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
+    """Take a ``_set_grad_enabled`` that is ``gm``'s first operation out of it; returns its mode, or None.
+
+    [Note: a graph that starts by changing grad mode]  A resume function that continues inside
+    ``with torch.no_grad():`` is called with grad mode off and traces the block's exit (the ``GradModeExit`` it was
+    handed) as its graph's first node, ``_set_grad_enabled(True)``.  A backend that compiles the graph
+    (AOTAutograd) decides at the call whether to record autograd -- with grad mode off, it did not: a mutated
+    input lost the ``grad_fn`` eager gave it, and an input used only under the block got a zero gradient where
+    eager leaves ``.grad`` None (translator fuzz round 12).  So the switch is made before the compiled graph
+    runs, and the graph is compiled under it: the backend sees the mode the graph's operations run in."""
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+    if not calls or calls[0].target is not torch._C._set_grad_enabled or calls[0].args[0] is not True or \
+            calls[0].users:
+        return None  # (a graph that starts by disabling grad is what upstream makes of `with no_grad()`: kept)
+    enabled = calls[0].args[0]
+    gm.graph.erase_node(calls[0])
+    gm.recompile()
+    return enabled
+
+
+class EntersGradMode:
+    """A compiled graph run with grad mode set to ``enabled`` ([Note: a graph that starts by changing grad
+    mode])."""
+
+    def __init__(self, compiled, enabled: bool):
+        self.compiled, self.enabled = compiled, enabled
+
+    def __call__(self, *args):
+        torch._C._set_grad_enabled(self.enabled)
+        return self.compiled(*args)
+
+    def __getattr__(self, name: str):
+        return getattr(self.__dict__["compiled"], name)
+
+
 class LeavesGradMode:
     """A compiled graph that sets grad mode to ``enabled`` once it returns ([Note: a graph that leaves grad mode
     changed])."""
@@ -122,10 +157,10 @@ class RestoresStateOnError:
 STATE_SWITCHES = (torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast)
 
 
-def on_error(compiled, gm: torch.fx.GraphModule):
+def on_error(compiled, gm: torch.fx.GraphModule, enters_grad_mode: bool = False):
     """``compiled``, wrapped as [Note: a graph that raises] says where that is needed."""
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
-    switches_state = any(n.target in STATE_SWITCHES for n in calls)
+    switches_state = enters_grad_mode or any(n.target in STATE_SWITCHES for n in calls)
     # can the frame run again after gm raised: did it change nothing but grad mode and autocast?
     rerunnable = not any(is_impure(n) for n in calls if n.target not in STATE_SWITCHES)
     if not switches_state and not rerunnable:
@@ -377,9 +412,14 @@ class OutputGraph:
         example_inputs = [value for _, value, _ in self.graph_inputs]
         name = f"__compiled_fn_{unique_id('g').split('_')[-1]}"
         t0 = time.perf_counter()
+        entry = hoist_leading_grad_mode(gm)
         with restored_grad_mode():  # a compiler that traces gm runs its _set_grad_enabled calls too
+            if entry is not None:
+                torch._C._set_grad_enabled(entry)
             compiled = self.compiler_fn(gm, example_inputs)
-        compiled = on_error(compiled, gm)
+        if entry is not None:
+            compiled = EntersGradMode(compiled, entry)
+        compiled = on_error(compiled, gm, enters_grad_mode=entry is not None)
         if (final := final_grad_mode(gm)) is not None:
             compiled = LeavesGradMode(compiled, final)
         self.compile_time = time.perf_counter() - t0

@@ -267,3 +267,28 @@ def test_a_view_made_and_written_under_no_grad_is_traced_or_refused_as_eager_all
         assert same(got, expected) and same(yc, ye), (got, expected)
     if backend == "eager":  # aot_eager's graph hands t back as a fresh view, which autograd accepts
         assert "cannot be traced" in " ".join(minidynamo.counters["eager_fallback"])
+
+
+# --- a resume function entered inside `with torch.no_grad():` (fuzz round 12) ---------------------------------------
+
+def _mutates_after_a_block_that_broke(x, y):
+    t = x * 1
+    with torch.no_grad():
+        print(end="")
+    y.add_(x)  # y does not require grad: eager gives it a grad_fn through x
+    return t, t.view(-1)
+
+
+def test_a_graph_entered_under_no_grad_that_enables_grad_records_autograd_under_aot_eager():
+    """The resume function is called with grad mode off and its graph starts with the block's exit,
+    ``_set_grad_enabled(True)``; aot_eager, deciding at the call, recorded no autograd: ``y`` lost its
+    ``grad_fn`` ([Note: a graph that starts by changing grad mode])."""
+    xe, ye = torch.ones(4, requires_grad=True), torch.ones(4)
+    xc, yc = torch.ones(4, requires_grad=True), torch.ones(4)
+    expected = _mutates_after_a_block_that_broke(xe, ye)
+    got = minidynamo.minicompile(_mutates_after_a_block_that_broke, backend="aot_eager")(xc, yc)
+    assert same(got, expected) and same(yc, ye) and yc.grad_fn is not None
+    (ye.sum() + expected[0].sum()).backward()
+    (yc.sum() + got[0].sum()).backward()
+    assert torch.equal(xc.grad, xe.grad)
+    assert not minidynamo.counters["eager_fallback"] and sum(minidynamo.counters["graph_break"].values()) == 1
