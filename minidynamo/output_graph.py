@@ -62,11 +62,15 @@ def hoist_leading_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
     eager leaves ``.grad`` None (translator fuzz round 12).  So the switch is made before the compiled graph
     runs, and the graph is compiled under it: the backend sees the mode the graph's operations run in."""
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    if not calls or calls[0].target is not torch._C._set_grad_enabled or calls[0].args[0] is not True or \
-            calls[0].users:
+    # size queries (``len(t.nonzero())`` before the exit, under dynamic sizes) make no tensor: they may go first
+    numbers = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
+    k = next((k for k, n in enumerate(calls) if not isinstance(n.meta.get("example_value"), numbers) or
+              n.target is torch._C._set_grad_enabled), None)
+    if k is None or calls[k].target is not torch._C._set_grad_enabled or calls[k].args[0] is not True or \
+            calls[k].users:
         return None  # (a graph that starts by disabling grad is what upstream makes of `with no_grad()`: kept)
-    enabled = calls[0].args[0]
-    gm.graph.erase_node(calls[0])
+    enabled = calls[k].args[0]
+    gm.graph.erase_node(calls[k])
     gm.recompile()
     return enabled
 

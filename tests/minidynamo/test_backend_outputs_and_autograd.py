@@ -292,3 +292,23 @@ def test_a_graph_entered_under_no_grad_that_enables_grad_records_autograd_under_
     (yc.sum() + got[0].sum()).backward()
     assert torch.equal(xc.grad, xe.grad)
     assert not minidynamo.counters["eager_fallback"] and sum(minidynamo.counters["graph_break"].values()) == 1
+
+
+def _copies_after_a_size_read_under_no_grad(x, y):
+    t = x * 1
+    with torch.no_grad():
+        n = len(t.nonzero())  # a break; under dynamic sizes the resume graph reads the size before the exit
+    y.copy_(t)
+    return y, n
+
+
+def test_a_size_read_before_the_exit_still_lets_the_graph_enter_grad_mode():
+    """The second call (length 5) recompiles with a dynamic size: the graph's first node is ``size(0)``, then the
+    exit; the switch is still made first (a size query records no autograd), or ``y`` lost its ``grad_fn``."""
+    compiled = minidynamo.minicompile(_copies_after_a_size_read_under_no_grad, backend="aot_eager")
+    for n in (4, 5):
+        xe, ye, xc, yc = torch.ones(n, requires_grad=True), torch.ones(n), torch.ones(n, requires_grad=True), \
+            torch.ones(n)
+        expected, got = _copies_after_a_size_read_under_no_grad(xe, ye), compiled(xc, yc)
+        assert same(got, expected) and same(yc, ye) and yc.grad_fn is not None
+    assert not minidynamo.counters["eager_fallback"]
