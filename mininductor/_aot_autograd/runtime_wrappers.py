@@ -289,6 +289,7 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
     fw_rg = meta.fw_output_requires_grad
     all_differentiable = all(fw_rg)
     new_value_slots = [(i, meta.num_tensor_outputs + k) for k, i in enumerate(meta.mutated_inputs) if i in in_place]
+    cut = _inputs_without_gradient(meta, num_grads)
 
     plans: list[OutputAliasPlan] = []  # forward -> runtime: how to re-make this call's aliased outputs
 
@@ -327,6 +328,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         # marked non-differentiable in ``forward``, so they stay plain either way.
         with torch.enable_grad():
             fn_args = _writable_inputs(args, new_value_slots) if new_value_slots else args
+            if cut:
+                fn_args = tuple(a.detach() if i in cut else a for i, a in enumerate(fn_args))
             outs = CompiledFunction.apply(*fn_args)
         n = meta.num_tensor_outputs
         user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
@@ -336,6 +339,27 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         return _user_outputs(meta, user_outs)
 
     return runtime
+
+
+# [Note: inputs the graph gives no gradient]
+# An input may require grad and still get no gradient from the graph: a resume graph of a break inside
+# ``with torch.no_grad():`` reads ``t`` (made by the previous graph, requiring grad) only under no_grad.  Eager
+# builds no edge from its result to ``t``'s history, so ``t``'s producer is never reached by the backward and
+# ``x.grad`` stays None.  Handed to ``CompiledFunction.apply`` as it is, ``t`` becomes an edge of our node, whose
+# backward returns None for it -- and the previous graph's ``CompiledFunction`` then receives that undefined
+# gradient materialised as zeros (autograd's ``materialize_grads``), so ``x.grad`` became zeros.  The joint graph
+# says at compile time which inputs get no gradient (upstream's ``_aot_autograd`` returns None for them too); they
+# are passed detached, so no edge is made.  Mutated inputs and inputs an output aliases keep their edge (their
+# history is rewritten or re-made); and when no input would be left with one, all keep theirs, so that outputs
+# still require grad as eager's do.
+def _inputs_without_gradient(meta: ViewAndMutationMeta, num_grads: list[bool]) -> frozenset[int]:
+    """The inputs to detach before ``apply`` ([Note: inputs the graph gives no gradient]); usually none."""
+    keep = set(meta.mutated_inputs) | set(meta.output_of_input.values())
+    cut = frozenset(i for i, (rg, has) in enumerate(zip(meta.input_requires_grad, num_grads))
+                    if rg and not has and i not in keep)
+    if not any(rg and i not in cut for i, rg in enumerate(meta.input_requires_grad)):
+        return frozenset()
+    return cut
 
 
 def _writable_inputs(args: tuple, slots: list[tuple[int, int]]) -> tuple:

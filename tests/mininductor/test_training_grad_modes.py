@@ -287,3 +287,29 @@ def test_symbolic_graph_with_a_no_grad_block_is_specialised(backend):
     ref.sum().backward()
     assert_same(leaf.grad, leaf_ref.grad)
     assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _input_read_only_under_no_grad(x, y):
+    t = x * 1
+    with torch.no_grad():
+        minidynamo.graph_break()
+        t = t * 2
+    return t + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_input_read_only_under_no_grad_gets_no_gradient(backend):
+    """A break inside ``with torch.no_grad():``: the resume graph's input ``t`` requires grad but is read only
+    under no_grad.  Its ``CompiledFunction`` returned None for ``t``; autograd handed that undefined gradient to
+    the first graph's Function materialised as zeros, and ``x.grad`` became zeros where eager leaves it None
+    ([Note: inputs the graph gives no gradient]; translator fuzz round 12, m20)."""
+    compiled = minidynamo.minicompile(_input_read_only_under_no_grad, backend=backend)
+    (x, y), (x_ref, y_ref) = leaves(torch.randn(4), torch.randn(4))
+    for _ in range(2):
+        out, ref = compiled(x, y), _input_read_only_under_no_grad(x_ref, y_ref)
+        assert_same(out, ref)
+        out.sum().backward()
+        ref.sum().backward()
+        assert x.grad is None and x_ref.grad is None
+        assert_same(y.grad, y_ref.grad)
+    assert sum(minidynamo.counters["graph_break"].values()) == 1
