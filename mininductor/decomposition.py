@@ -315,7 +315,10 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
     int16); the fake kernel refuses any bool operand, so the compile raised where eager runs. Converted here.
 
     ``unfold`` with windows that leave elements out is traced as ``as_strided``: [Note: unfold under
-    functionalization]."""
+    functionalization].
+
+    An in-place op on a tensor that is not row-major keeps its layout: [Note: in-place ops keep their input's
+    strides]."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in _SHIFTS and len(args) == 2:
@@ -333,11 +336,51 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
         if _reads_what_it_writes(func, args, kwargs or {}):
             raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
                                "internal overlap with an operand (eager reads some elements after writing them)")
+        if (name := getattr(func, "__name__", "")).endswith("_") and not name.endswith("__") and args and \
+                isinstance(args[0], torch.Tensor) and name not in _IN_PLACE_KEEPS_NO_LAYOUT and \
+                func in (getattr(torch.Tensor, name, None), getattr(torch, name, None)):
+            return _in_place_keeping_strides(func, name, args, kwargs or {})
         out = func(*args, **(kwargs or {}))
         if func in _WHERE_REFS and isinstance(out, torch.Tensor) and \
                 all(isinstance(a, torch.Tensor) for a in args[:2]):
             out = _tensor_iterator_layout(out, args[:2])
         return out
+
+
+# [Note: in-place ops keep their input's strides]
+# Functionalization runs ``a.masked_fill_(m, v)`` as ``a = masked_fill(a, m, v)`` and gives the wrapper the
+# out-of-place result's strides.  Eager's in-place op leaves ``a``'s layout alone, but some out-of-place forms
+# (``masked_fill``, ``masked_scatter``, ``index_add``, ``index_copy``, ``cumsum``, ``tril``: their
+# decompositions or meta kernels) are row-major whatever their input.  A transposed ``a`` then looked row-major
+# to the rest of the trace, and the layout decides whether a ``reshape`` is a view or a copy:
+# ``a.t().flatten().add_(1.5)`` wrote a traced copy where eager writes ``a`` (AOT fuzz round, masked_fill_
+# strides).  Here such an op on a tensor that is not laid out like its out-of-place result is traced as
+# ``a.copy_(a.op(...))``: a functional ``copy`` keeps ``a``'s strides (a pointwise copy the lowering fuses away).
+# Same family as [Note: scatters keep their input's strides].  Ops that change metadata or draw random numbers
+# (whose out-of-place namesake means something else: ``bernoulli``) are left as they are.
+_IN_PLACE_KEEPS_NO_LAYOUT = {
+    "t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_", "as_strided_", "resize_", "resize_as_",
+    "set_", "detach_", "requires_grad_", "share_memory_", "copy_", "bernoulli_", "random_", "uniform_",
+    "normal_", "exponential_", "geometric_", "cauchy_", "log_normal_", "retain_grad_", "apply_", "map_",
+}
+
+
+def _in_place_keeping_strides(func, name: str, args: tuple, kwargs: dict):
+    """``func(*args)`` (an in-place op on ``args[0]``), traced so that ``args[0]`` keeps its strides ([Note:
+    in-place ops keep their input's strides])."""
+    self = args[0]
+    out_of_place = getattr(torch.Tensor, name[:-1], None)
+    if out_of_place is None or not all(isinstance(v, int) for v in (*self.shape, *self.stride())) or \
+            self.is_contiguous():  # the usual case (symbolic sizes: comparing would specialise them)
+        return func(*args, **kwargs)
+    try:
+        out = out_of_place(*args, **kwargs)
+    except (RuntimeError, TypeError):
+        return func(*args, **kwargs)  # raises as eager does, or runs in place
+    if not isinstance(out, torch.Tensor) or out.shape != self.shape or out.dtype != self.dtype or \
+            all(a == b for a, b, n in zip(out.stride(), self.stride(), self.shape) if n != 1):
+        return func(*args, **kwargs)  # nothing to keep, or an op eager refuses in place: as it is
+    return self.copy_(out)
 
 
 def _one_hot(x, num_classes: int = -1):
