@@ -462,14 +462,21 @@ def _outside_its_input(x, size, stride, storage_offset=None) -> bool:
     return window is not None and own is not None and not window <= own
 
 
-def _offsets(size, stride, start) -> set | None:
-    """The storage offsets of the elements of a strided window (None: too many to count, or symbolic)."""
+def _offset_list(size, stride, start) -> list | None:
+    """The storage offset of each element of a strided window, repeats included (None: too many to count, or
+    symbolic)."""
     if not all(isinstance(v, int) for v in (*size, *stride, start)) or math.prod(size) > 1 << 16:
         return None
     offsets = [start]
     for n, st in zip(size, stride):
         offsets = [o + i * st for o in offsets for i in range(n)]
-    return set(offsets)
+    return offsets
+
+
+def _offsets(size, stride, start) -> set | None:
+    """The storage offsets a strided window touches (None: too many to count, or symbolic)."""
+    offsets = _offset_list(size, stride, start)
+    return None if offsets is None else set(offsets)
 
 
 def _offsets_meet(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -490,12 +497,8 @@ _RUN_BY_EAGER_ON_AN_EXPAND = {"masked_fill_", "fill_", "zero_", "index_fill_", "
 
 def _really_overlaps(size, stride) -> bool:
     """Two elements at one offset (counted; the sufficient test above says nothing for ``(3, 4)``/``(7, 2)``)."""
-    offsets = [0]
-    for n, st in zip(size, stride):
-        offsets = [o + i * st for o in offsets for i in range(n)]
-        if len(offsets) > 1 << 16:
-            return False  # too many to count: left to functionalization
-    return len(set(offsets)) < len(offsets)
+    offsets = _offset_list(size, stride, 0)  # None: too many to count, left to functionalization
+    return offsets is not None and len(set(offsets)) < len(offsets)
 
 
 def _gapped_unfold(x, dimension: int, size: int, step: int):

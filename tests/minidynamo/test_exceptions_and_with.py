@@ -130,12 +130,16 @@ def _raises_natively(t):
     raise ValueError("h")
 
 
-@pytest.mark.parametrize("manager", ["no_grad", "autocast", "record_function"])
+# the regions whose exits the translator runs itself, by name
+_ENTER = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
+          "record_function": lambda: torch.autograd.profiler.record_function("r")}
+
+
+@pytest.mark.parametrize("manager", list(_ENTER))
 def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager):
     """The graph entered the block and the native call raised: grad mode (autocast) stayed as the block set it
     in the caller's process ([Note: exits when the native instruction raises])."""
-    enter = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
-             "record_function": lambda: torch.autograd.profiler.record_function("r")}[manager]
+    enter = _ENTER[manager]
 
     def fn(x):
         with enter():
@@ -152,13 +156,12 @@ def test_a_native_instruction_that_raises_inside_a_with_block_leaves_it(manager)
     assert cnt.frame_count == 1  # fn's graph; the callee's frame runs eagerly (its raise is uncaught)
 
 
-@pytest.mark.parametrize("manager", ["no_grad", "autocast", "record_function"])
+@pytest.mark.parametrize("manager", list(_ENTER))
 def test_a_native_instruction_that_raises_in_a_resume_function_leaves_the_block(manager):
     """The same after an earlier break in the block: the resume function holds the block's exit on its stack as
     a handed-on ``GradModeExit`` (``AutocastExit``, ``RecordFunctionExit``), which the guard around its native
     call did not count -- grad mode stayed off in the caller (fuzz round 12)."""
-    enter = {"no_grad": torch.no_grad, "autocast": lambda: torch.autocast("cpu"),
-             "record_function": lambda: torch.autograd.profiler.record_function("r")}[manager]
+    enter = _ENTER[manager]
 
     def fn(x):
         with enter():
