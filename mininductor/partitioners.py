@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import math
 import operator
 from collections.abc import Iterable
 
+import sympy
 import torch
 import torch.fx
 from torch.fx import Node
@@ -170,30 +172,43 @@ SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, 
 
 
 def _size_from_inputs(graph: torch.fx.Graph, n: Node, inputs: list[Node], env: dict) -> Node:
-    """``n``, a size query on a value the graph lacks, as ``sym_size``/``sym_numel`` of one of its inputs."""
+    """``n``, a size query on a value the graph lacks, as ``sym_size``/``sym_numel`` of one of its inputs (or the
+    product of a few of its sizes: ``s0*s1`` rows of a flattened ``(s1, s0, 8)`` saved tensor)."""
     if not is_sym_node(n):  # a static size: the number itself
         return n.meta["val"]
     found = _find_size(n.meta["val"].node.expr, inputs)
     if found is None:
         raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved tensor "
                                   "or tangent has in its shape ([Note: sizes in the backward])")
-    node, dim = found
-    query = (aten.sym_numel.default, (env[node],)) if dim is None else (aten.sym_size.int, (env[node], dim))
-    return _copy_meta(graph.call_function(*query), n)
+    node, dims = found
+    if dims is None:
+        return _copy_meta(graph.call_function(aten.sym_numel.default, (env[node],)), n)
+    sizes = [graph.call_function(aten.sym_size.int, (env[node], d)) for d in dims]
+    for d, size in zip(dims, sizes):
+        size.meta["val"] = node.meta["val"].shape[d]
+    product = sizes[0]
+    for size in sizes[1:]:
+        product = graph.call_function(operator.mul, (product, size))
+    return _copy_meta(product, n)
 
 
-def _find_size(expr, candidates: list[Node]) -> tuple[Node, int | None] | None:
-    """``(node, dim)``: a candidate whose size ``dim`` is ``expr`` (dim None: its numel is); None if none is."""
-    for node in candidates:
-        val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            continue
+def _find_size(expr, candidates: list[Node]) -> tuple[Node, tuple[int, ...] | None] | None:
+    """``(node, dims)``: a candidate whose sizes ``dims`` (consecutive) multiply to ``expr`` (dims None: its numel
+    is ``expr``); None if none has it.  Single dims are preferred, then the numel, then longer products."""
+    tensors = [(node, node.meta.get("val")) for node in candidates]
+    tensors = [(node, val) for node, val in tensors if isinstance(val, torch.Tensor)]
+    for node, val in tensors:
         for dim, size in enumerate(val.shape):
             if isinstance(size, torch.SymInt) and size.node.expr == expr:  # sympy's equality: no guard
-                return node, dim
+                return node, (dim,)
         numel = val.numel()
         if isinstance(numel, torch.SymInt) and numel.node.expr == expr:
             return node, None
+    for node, val in tensors:
+        exprs = [s.node.expr if isinstance(s, torch.SymInt) else sympy.Integer(s) for s in val.shape]
+        for start, stop in itertools.combinations(range(len(exprs) + 1), 2):
+            if stop - start > 1 and sympy.Mul(*exprs[start:stop]) == expr:
+                return node, tuple(range(start, stop))
     return None
 
 
@@ -350,12 +365,47 @@ class FlowNetwork:
         return seen
 
 
+# [Note: saving a primal eager does not save]
+# ``t = x * 1; return t.sin()``: eager's ``SinBackward`` saves ``t``; the cheapest cut saves ``x`` instead (as many
+# bytes, and no allocation: the caller holds ``x`` anyway) and recomputes ``t`` in the backward.  But ``x`` is the
+# caller's tensor, and the program may change it in place before ``backward()`` -- ``with torch.no_grad():
+# x.add_(1)`` after the call, or a later graph that writes it.  Eager does not care (``t`` is its own buffer);
+# we saved ``x``, so the backward raised "one of the variables needed for gradient computation has been modified
+# by an inplace operation" (and without that check it would have computed the gradient at the new ``x``).
+# Upstream has the same bug (pytorch#185497; its fix, #185876, bans only primals the *graph itself* mutates,
+# which here ``_unalias_mutated_inputs`` already handles by saving a copy).  Whether the program writes an input
+# after the graph is not known when the graph is compiled, so we take the rule that holds for every program: the
+# caller's memory -- a primal, or a view of one (``x.permute(1, 0)`` shares ``x``'s version counter) -- is saved
+# only where eager saves it: where a backward node of the joint graph reads it (``x @ w`` saves ``x``), so that a
+# later write breaks eager too.  Any other such node gets an infinite ``in -> out`` edge: the cut then falls on
+# values eager saves or cheaper ones computed from them.  A finite cut always exists (what ``default_partition``
+# saves is one).  The price: ``t`` is saved, where upstream saves ``x`` and allocates nothing for it.  (A primal
+# kept only for its symbolic sizes, ``_size_carriers``, is saved regardless.)
+def _unsaveable_aliases(joint: torch.fx.GraphModule, num_fwd_outputs: int) -> set[Node]:
+    """The primals and views of primals that no backward node of the joint graph reads (eager's autograd saved
+    none of them) and that are no gradient themselves: the min-cut must not save them."""
+    fw_outs, grads = _outputs(joint, num_fwd_outputs)
+    primals = {n for n in joint.graph.nodes if _is_primal(n)}
+    fw_nodes = _ancestors(fw_outs) | primals
+    bw_nodes = _ancestors([g for g in grads if g is not None], stop=fw_nodes) - fw_nodes
+    aliases = set(primals)
+    for n in joint.graph.nodes:
+        if n.op == "call_function" and _is_view_op(n) and n.args and n.args[0] in aliases:
+            aliases.add(n)
+    return {n for n in aliases if not any(u in bw_nodes for u in n.users) and n not in grads}
+
+
+def _is_view_op(n: Node) -> bool:
+    return isinstance(n.target, torch._ops.OpOverload) and n.target.is_view
+
+
 def min_cut_rematerialization_partition(joint: torch.fx.GraphModule, _joint_inputs=None, *,
                                         num_fwd_outputs: int) -> tuple:
     """Save the fewest bytes; recompute cheap ops in the backward instead of saving them ([Note: min-cut])."""
     fw_outs, grads = _outputs(joint, num_fwd_outputs)
     bw_only = _tangent_closure(joint)
     needed = _ancestors([g for g in grads if g is not None]) | _ancestors(fw_outs)
+    unsaveable = _unsaveable_aliases(joint, num_fwd_outputs)  # [Note: saving a primal eager does not save]
     net = FlowNetwork()
     for n in joint.graph.nodes:
         if n not in needed or is_sym_node(n):  # a size is asked again in the backward ([Note: sizes in the backward])
@@ -365,7 +415,7 @@ def min_cut_rematerialization_partition(joint: torch.fx.GraphModule, _joint_inpu
             continue
         if _is_primal(n) or not is_recomputable(n):
             net.add_edge("source", (n, "in"), math.inf)
-        net.add_edge((n, "in"), (n, "out"), size_of(n))
+        net.add_edge((n, "in"), (n, "out"), math.inf if n in unsaveable else size_of(n))
         for user in n.users:
             if user in needed and not is_sym_node(user):
                 net.add_edge((n, "out"), (user, "in"), math.inf)
