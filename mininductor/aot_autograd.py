@@ -397,8 +397,26 @@ def _placeholder_vals(gm: torch.fx.GraphModule) -> list:
 
 
 def nop(gm: torch.fx.GraphModule, _example_inputs: list) -> Callable:
-    """The compiler of ``aot_eager`` (upstream's ``nop``): run the ATen graph as it is."""
+    """The compiler of ``aot_eager`` (upstream's ``nop``): run the ATen graph as it is (but for
+    ``_detach_scatter_bases``)."""
+    _detach_scatter_bases(gm)
     return gm.forward
+
+
+def _detach_scatter_bases(gm: torch.fx.GraphModule) -> None:
+    """[Note: as_strided_scatter of an input that requires grad]  ``x.as_strided(...).add_(1)`` of a transposed
+    ``x`` is traced as ``as_strided_scatter(primals_1, ...)``; ATen's kernel asserts that a base that requires
+    grad is contiguous ("INTERNAL ASSERT FAILED ... as_strided_scatter is currently only supported for contiguous
+    inputs": it has no derivative for one).  The graph runs without autograd (inside the Function's ``forward``,
+    or under ``no_grad``), but its placeholders are the caller's tensors, which do require grad, and so do views of
+    them -- so the base is passed detached: same values (the kernel clones the whole storage of its base), no
+    check.  (mininductor lowers the op itself.)"""
+    scatters = list(gm.graph.find_nodes(op="call_function", target=torch.ops.aten.as_strided_scatter.default))
+    for n in scatters:
+        with gm.graph.inserting_before(n):
+            n.update_arg(0, gm.graph.call_function(torch.ops.aten.detach.default, (n.args[0],)))
+    if scatters:
+        gm.recompile()
 
 
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

@@ -345,6 +345,34 @@ def test_what_a_functional_graph_cannot_express_runs_eagerly(fn, backend):
         _run_both(fn, make, backend)
 
 
+def _add_through_an_as_strided_window(c):
+    c.as_strided((2, 2), (1, 3)).add_(1.0)  # ``c = y.t()``: the window reads the storage, not ``c``'s order
+    return c * 2
+
+
+def _scale_rows_of_the_storage(c):
+    c.as_strided((3, 2), (3, 1)).mul_(2.0)
+    return c.sum(0), c
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_add_through_an_as_strided_window, _scale_rows_of_the_storage])
+def test_a_write_through_as_strided_of_a_transposed_input(fn, backend, grad):
+    """A write through ``as_strided`` of a transposed input that requires grad is traced as
+    ``as_strided_scatter(primals_1, ...)``, and ATen's kernel asserts that a base requiring grad is contiguous:
+    aot_eager raised "INTERNAL ASSERT FAILED ... as_strided_scatter is currently only supported for contiguous
+    inputs" (both grad modes: the caller's input requires grad either way).  aot_eager's graphs pass the base
+    detached ([Note: as_strided_scatter of an input that requires grad] in aot_autograd.py)."""
+    def make():
+        leaf = torch.randn(3, 4, requires_grad=True)
+        return [leaf], [(leaf * 1).t()]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*(mininductor|eagerly)")  # traced, not run eagerly
+        _run_both(fn, make, backend, grad)
+    assert frames_ok() == 1
+
+
 def _set_rows_of_an_expand(b):
     b.unsqueeze(0).expand(2, *b.shape)[:2] = b  # eager copies ``b`` onto itself twice; the meta kernel refuses
     return b * 2
