@@ -129,8 +129,17 @@ def _without_grad(outs: list, meta: ViewAndMutationMeta) -> list:
     ``requires_grad`` from its base even when made under ``no_grad``: ``x.detach()`` (``aten.alias(x)`` in an ATen
     graph run as it is, a reinterpreted input buffer in a compiled one) came back requiring grad where eager's
     does not (translator fuzz round 10).  Such an output is detached; the views eager itself made under
-    ``no_grad`` (``meta.no_grad_views``) keep their flag, as eager's do."""
-    return [o.detach() if o.requires_grad and k not in meta.no_grad_views else o for k, o in enumerate(outs)]
+    ``no_grad`` (``meta.no_grad_views``) require grad, as eager's do ([Note: views made under no_grad])."""
+    return [_no_grad_view(o) if k in meta.no_grad_views else o.detach() if o.requires_grad else o
+            for k, o in enumerate(outs)]
+
+
+def _no_grad_view(o: torch.Tensor) -> torch.Tensor:
+    """``o`` as a view made under ``no_grad`` of a tensor that requires grad ([Note: views made under no_grad])."""
+    if o.requires_grad:  # a view of an input that requires grad: already one
+        return o
+    with torch.no_grad():
+        return o.detach().requires_grad_().as_strided(o.size(), o.stride(), o.storage_offset())
 
 
 def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
@@ -179,6 +188,13 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 #     positions gives each element its own gradient, where overlapping views would each get the other's too.
 #     Other views stay as they are: an in-place op on them raises, never a wrong gradient.
 # The view outputs of the Function itself are dropped: their gradients arrive as zeros.
+#
+# [Note: views made under no_grad]  ``y = x * 2; with torch.no_grad(): v = y.t()``: eager's ``v`` requires grad
+# (a view takes the flag from its base) but has no ``grad_fn``; no gradient flows through it.  The graph returns
+# it as an output that needs no gradient, so the Function gave it ``requires_grad=False``.  It is re-made under
+# ``no_grad``, as eager made it, from what it aliases: the input, or an output that is no view (``return v, y``),
+# or else (``y`` is not returned) a detached alias of its buffer made to require grad: the same flags as eager's
+# (``requires_grad``, no ``grad_fn``, a view), and a gradient never reaches ``x`` through it, as in eager.
 def _storage_key(t: torch.Tensor) -> int:
     """Which storage ``t`` is a view of (its ``StorageImpl``; ``data_ptr`` is 0 for every empty tensor)."""
     return t.untyped_storage()._cdata
@@ -198,7 +214,8 @@ def _disjoint_views(views: list[torch.Tensor]) -> bool:
 class OutputAliasPlan:
     """For one call: which user outputs are re-made as views, and of what (see [Note: outputs that are views])."""
 
-    # user output index -> ("input", i) | ("output", j) | ("base", index into ``bases``), with the view's geometry
+    # user output index -> ("input", i) | ("output", j) | ("base", index into ``bases``) | ("detached", k), with
+    # the view's geometry
     views: dict[int, tuple[str, int, tuple]]
     bases: list[torch.Tensor]  # base buffers returned as extra outputs of the Function
 
@@ -220,10 +237,13 @@ class OutputAliasPlan:
         disjoint = {ptr for ptr, group in by_storage.items() if _disjoint_views(group)}
         base_index: dict[int, int] = {}
         any_input = {_storage_key(a): i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
-        for k in meta.no_grad_views:  # re-made under no_grad, as eager made them
-            if k not in meta.mutated_input_aliases and (ptr := _storage_key(outs[k])) in any_input:
-                o = outs[k]
-                plan.views[k] = ("input", any_input[ptr], (tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+        for k in meta.no_grad_views:  # re-made under no_grad, as eager made them ([Note: views made under no_grad])
+            if k not in meta.mutated_input_aliases:
+                o, ptr = outs[k], _storage_key(outs[k])
+                geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset())
+                source = ("input", any_input[ptr]) if ptr in any_input else \
+                    ("output", plain[ptr]) if ptr in plain else ("detached", k)
+                plan.views[k] = (*source, geometry)
         for k in views:
             o = outs[k]
             geometry = (tuple(o.size()), tuple(o.stride()), o.storage_offset())
@@ -245,6 +265,9 @@ class OutputAliasPlan:
     def regenerate(self, args: tuple, outs: list, bases: tuple) -> list:
         """The user outputs, with the planned ones re-made as ordinary autograd views."""
         for k, (kind, index, (size, stride, offset)) in self.views.items():
+            if kind == "detached":
+                outs[k] = _no_grad_view(outs[k])
+                continue
             source = {"input": args, "output": outs, "base": bases}[kind][index]
             with torch.set_grad_enabled(outs[k].requires_grad):
                 outs[k] = source.as_strided(size, stride, offset)
