@@ -258,7 +258,7 @@ class _Loaded(VariableTracker):
             codegen.load_const_object(self.obj)
 
 
-class _Entered(VariableTracker):
+class _ReenteredRecordFunction(VariableTracker):
     """A record_function region re-entered natively: ``enter_record_function(name)`` returns its ``__exit__``."""
 
     def __init__(self, name: str):
@@ -296,7 +296,7 @@ def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
             return _Loaded(GradModeExit(v.ctx.prev))
         if isinstance(v.ctx, RecordFunctionVariable):
             v.ctx.exit(tx)  # close the region inside this graph; re-open it natively
-            return _Entered(v.ctx.name)
+            return _ReenteredRecordFunction(v.ctx.name)
         if isinstance(v.ctx, AutocastModeVariable):
             v.ctx.exit(tx)  # exit the block inside this graph; re-enter it natively (its exit then runs natively)
             return _ReenteredAutocast(v.ctx)
@@ -346,33 +346,30 @@ def _is_null(v) -> bool:
 
 
 def compile_and_break(tx, inst) -> list:
-    """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function."""
+    """At a graph break: run the graph, rebuild the stack, run ``inst`` natively, continue in a resume function.
+
+    The code returned calls the graph captured so far (``emit_graph_call``), saves the live locals and the stack and
+    replays the side effects (``emit_saved_state``), then runs ``inst`` natively and returns the ``Continuation`` of
+    each place it may go on (``emit_native_and_continue``).  Where nothing may run natively (``eager_rest_of_frame``),
+    the one continuation starts at ``inst`` itself.
+    """
     refuse_break_in_except_block(tx)
     output = tx.output
     code = output.f_code
-    stack = list(tx.stack)
-    slot = callee_slot(inst, stack)
-    consumed_null = slot - 1 if slot is not None and slot > 0 and _is_null(stack[slot - 1]) else None
-    # [Note: virtual NULLs] A NULL the native instruction does not consume is never pushed: it cannot be saved
-    # in a local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.
-    virtual = [_is_null(v) and k != consumed_null for k, v in enumerate(stack)]
-    stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in stack]
-    comp = comprehension_starting_at(code, inst.offset)  # consumed whole before the resume function runs
-    before_try = try_statement_start(code, inst.offset) == inst.offset  # [Note: a break inside a try block]
-    in_user_with = not before_try and inside_user_with_block(tx, inst)
-    if before_try or in_user_with:  # nothing runs natively: the resume function starts at inst
-        comp = slot = consumed_null = None
-        virtual = [_is_null(v) for v in stack]
-    before_try = before_try or in_user_with
-    if comp is None and not before_try:
+    stack = [v if _is_null(v) else stack_item_for_break(tx, v) for v in tx.stack]
+    eager_rest = eager_rest_of_frame(tx, inst)
+    slot = callee_slot(inst, stack) if eager_rest is None else None
+    virtual = virtual_nulls(stack, slot)
+    comp = comprehension_starting_at(code, inst.offset) if eager_rest is None else None  # consumed whole natively
+    if comp is None and eager_rest is None:
         refuse_break_making_a_closable_generator(tx, inst, stack[slot] if slot is not None else None)
     if slot is not None:
         stack[slot] = wrap_callee(tx, stack[slot])
-    instrs = list(tx.instructions)
-    nxt = instrs[tx.ip].offset if tx.ip < len(instrs) else None
+    next_offset = tx.instructions[tx.ip].offset if tx.ip < len(tx.instructions) else None
     # Only locals some continuation reads before writing are handed on (and so guarded): see bytecode_analysis.
     # (A comprehension run natively reads its locals first: those live at its start.)
-    starts = [inst.offset] if before_try else [comp.start] if comp is not None else continuation_offsets(tx, inst, nxt)
+    starts = [inst.offset] if eager_rest is not None else [comp.start] if comp is not None else \
+        continuation_offsets(tx, inst, next_offset)
     live = sorted(set(tx.symbolic_locals) & live_at(code, starts))
     handed_on = set() if comp is None else \
         locals_handed_on(comp, set(live), live_at(code, [comp.start]), live_at(code, [comp.end]))
@@ -381,129 +378,183 @@ def compile_and_break(tx, inst) -> list:
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
                                 [v for _, v in cells])
     cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
-    late = [built_after_side_effects(v) for v in local_vts]
-    for name, v, after in zip(live, local_vts, late):  # read everything before any mutation is applied
-        if not after:
+    emit_saved_state(cg, live, local_vts, [v for v, is_virtual in zip(stack, virtual) if not is_virtual], cells)
+    if tx.kw_names and eager_rest is None:
+        cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
+    graph_call = emit_graph_call(tx, outputs)
+    if eager_rest is not None:
+        resume_offset, reason = eager_rest
+        continue_at(tx, cg, resume_offset, virtual, live, run_eagerly=reason)
+    else:
+        emit_native_and_continue(tx, cg, inst, virtual, live, next_offset, comp, handed_on)
+    return graph_call + cg.instructions
+
+
+def virtual_nulls(stack: list, callee: int | None) -> list[bool]:
+    """Which stack slots are NULLs kept off the real stack.
+
+    [Note: virtual NULLs] A NULL the native instruction does not consume is never pushed: it cannot be saved in a
+    local.  The resume function's prologue pushes it back (PUSH_NULL) at the same stack position.  The one NULL a
+    breaking call consumes sits just below its callee (slot ``callee``, None when the break runs no call).
+    """
+    consumed = callee - 1 if callee is not None and callee > 0 and _is_null(stack[callee - 1]) else None
+    return [_is_null(v) and k != consumed for k, v in enumerate(stack)]
+
+
+def eager_rest_of_frame(tx, inst) -> tuple[int, Unsupported] | None:
+    """Where the resume function starts, and why it is never translated, when a break may run nothing natively.
+
+    That is when ``inst`` starts a try statement ([Note: a break inside a try block]; the break moved there) or lies
+    inside the ``with`` block of a user context manager ([Note: a break inside a user with block]).  The resume
+    function then starts at ``inst`` itself (at a call's ``KW_NAMES``/``PRECALL``) and runs eagerly.  None for an
+    ordinary break.
+    """
+    if try_statement_start(tx.output.f_code, inst.offset) == inst.offset:
+        return inst.offset, Unsupported("the rest of a frame from a try block with a graph break inside it",
+                                        "it runs eagerly: move the code that breaks out of the try block")
+    if inside_user_with_block(tx, inst):
+        return call_start(tx, inst), Unsupported(
+            "the rest of a frame from a graph break inside the `with` block of a user context manager",
+            "it runs eagerly: move the code that breaks out of the with block")
+    return None
+
+
+def emit_saved_state(cg: PyCodegen, live: list[str], local_vts: list[VariableTracker], pushed: list,
+                     cells: list[tuple[str, VariableTracker]]) -> None:
+    """Store the live locals (``___live_<name>``), push the real stack (``pushed``), and apply the side effects.
+
+    Every value is read before any mutation is applied (a value reloaded from its source must be read before the
+    mutation changes it), except one that reaches an iterator over an input dict, built after them ([Note: dict
+    iterators see the mutated dict]).  The native instruction and the resume function then see every write.
+    """
+    late_locals = [built_after_side_effects(v) for v in local_vts]
+    late_stack = [not _is_null(v) and built_after_side_effects(v) for v in pushed]
+    for name, v, late in zip(live, local_vts, late_locals):
+        if not late:
             cg(v)
             cg.store_local(f"___live_{name}")
-    pushed = [v for v, is_virtual in zip(stack, virtual) if not is_virtual]
-    late_stack = [not _is_null(v) and built_after_side_effects(v) for v in pushed]
-    for v, after in zip(pushed, late_stack):
-        if after:
+    for v, late in zip(pushed, late_stack):
+        if late:
             cg.load_const(None)  # a placeholder, swapped for the value once the side effects are applied
         else:
             cg(v)
-    output.side_effects.codegen(cg, cells)  # the native instruction and the resume function see every write
-    for name, v, after in zip(live, local_vts, late):
-        if after:
+    cg.tx.output.side_effects.codegen(cg, cells)
+    for name, v, late in zip(live, local_vts, late_locals):
+        if late:
             cg(v)
             cg.store_local(f"___live_{name}")
-    for k, (v, after) in enumerate(zip(pushed, late_stack)):
-        if after:  # the stack may hold a NULL: the value goes into its slot with SWAP, never through a local
+    for k, (v, late) in enumerate(zip(pushed, late_stack)):
+        if late:  # the stack may hold a NULL: the value goes into its slot with SWAP, never through a local
             cg(v)
             cg.append(Instr("SWAP", len(pushed) - k + 1), Instr("POP_TOP"))
-    if tx.kw_names and not before_try:
-        cg.append(Instr("KW_NAMES", tuple(tx.kw_names)))
+
+
+def emit_graph_call(tx, outputs: list[VariableTracker]) -> list:
+    """Compile the graph captured so far, whose outputs are ``outputs``; the code that calls it and stores the
+    result in ``___graph_out`` (none when the graph is empty)."""
+    output = tx.output
     name, sources = output.compile_subgraph(outputs)
     output.compiled_name = name
-    head = PyCodegen(tx, code, output.f_globals)
+    call = PyCodegen(tx, output.f_code, output.f_globals)
     if name is not None:
-        head.load_global(name, push_null=True)
-        head.load_graph_inputs(sources)
-        head.call(len(sources))
-        head.append(Instr("STORE_FAST", GRAPH_OUT))
-    if in_user_with:
-        continue_at(tx, cg, call_start(tx, inst), virtual, live, run_eagerly=Unsupported(
-            "the rest of a frame from a graph break inside the `with` block of a user context manager",
-            "it runs eagerly: move the code that breaks out of the with block"))
-    elif before_try:
-        continue_at(tx, cg, inst.offset, virtual, live, run_eagerly=Unsupported(
-            "the rest of a frame from a try block with a graph break inside it",
-            "it runs eagerly: move the code that breaks out of the try block"))
-    elif inst.opname in JUMPS:  # bool() of the condition may raise: guarded, as below
-        taken = Label()
-        exits = exit_slots(tx.stack, virtual)
-        guarded = open_exit_guard(cg, exits)
-        cg.append(Instr(forward_jump_name(inst.opname), taken))
-        handler = close_exit_guard(tx, cg, guarded, exits)
-        continue_at(tx, cg, nxt, virtual[:-1], live)
+        call.load_global(name, push_null=True)
+        call.load_graph_inputs(sources)
+        call.call(len(sources))
+        call.append(Instr("STORE_FAST", GRAPH_OUT))
+    return call.instructions
+
+
+def emit_native_and_continue(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None,
+                             comp, handed_on: set[str]) -> None:
+    """Run the breaking instruction natively, then return the ``Continuation`` of each place it may go on."""
+    if inst.opname in JUMPS:
+        break_at_jump(tx, cg, inst, virtual, live, next_offset)
+    elif inst.opname == "FOR_ITER":
+        break_at_for_iter(tx, cg, inst, virtual, live, next_offset)
+    elif pushes_null(inst):
+        break_at_null_pushing_load(tx, cg, inst, virtual, live, next_offset)
+    elif comp is not None:  # the whole comprehension runs natively: [Note: a break inside an inlined comprehension]
+        run_native = functools.partial(emit_comprehension, tx, cg, comp, live, handed_on)
+        after = virtual[:-1] + [False] * comp.result_on_stack
+        emit_under_exit_guard(tx, cg, virtual, run_native, functools.partial(
+            continue_at, tx, cg, comp.end, after, sorted(set(live) | handed_on)))
+    else:
+        break_at_instruction(tx, cg, inst, virtual, live, next_offset)
+
+
+def break_at_jump(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None) -> None:
+    """A data-dependent jump takes both branches: ``bool()`` of the condition runs natively (and may raise)."""
+    taken = Label()
+
+    def continuations():
+        continue_at(tx, cg, next_offset, virtual[:-1], live)
         cg.append(taken)
         continue_at(tx, cg, inst.argval, virtual[:-1], live)
-        cg.append(*handler)
-    elif inst.opname == "FOR_ITER":  # the iterator's __next__ may raise
-        done = Label()
-        exits = exit_slots(tx.stack, virtual)
-        guarded = open_exit_guard(cg, exits)
-        cg.append(Instr("FOR_ITER", done))
-        handler = close_exit_guard(tx, cg, guarded, exits)
-        continue_at(tx, cg, nxt, virtual + [False], live)
+
+    run_native = functools.partial(cg.append, Instr(forward_jump_name(inst.opname), taken))
+    emit_under_exit_guard(tx, cg, virtual, run_native, continuations)
+
+
+def break_at_for_iter(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None) -> None:
+    """A ``FOR_ITER`` runs natively (the iterator's ``__next__`` may raise): on in the body, or after the loop."""
+    done = Label()
+
+    def continuations():
+        continue_at(tx, cg, next_offset, virtual + [False], live)
         cg.append(done)
         if bt.PY312:
             cg.append(Instr("END_FOR"))
         continue_at(tx, cg, for_iter_exit(tx, inst), virtual[:-1], live)
-        cg.append(*handler)
-    elif pushes_null(inst):  # run it in the no-NULL form; the NULL below the result becomes virtual
-        exits = exit_slots(tx.stack, virtual)  # the attribute may be missing (fuzz round 12: grad mode stayed off)
-        guarded = open_exit_guard(cg, exits)
-        if inst.opname == "LOAD_GLOBAL":
-            cg.load_global(inst.argval, push_null=False)
-            after = virtual + [True, False]
-        else:
-            cg.load_attr(inst.argval)
-            after = virtual[:-1] + [True, False]
-        handler = close_exit_guard(tx, cg, guarded, exits)
-        continue_at(tx, cg, nxt, after, live)
-        cg.append(*handler)
-    elif comp is not None:  # the whole comprehension runs natively: [Note: a break inside an inlined comprehension]
-        exits = exit_slots(tx.stack, virtual)
-        guarded = open_exit_guard(cg, exits)
-        emit_comprehension(tx, cg, comp, live, handed_on)
-        handler = close_exit_guard(tx, cg, guarded, exits)
-        continue_at(tx, cg, comp.end, virtual[:-1] + [False] * comp.result_on_stack, sorted(set(live) | handed_on))
-        cg.append(*handler)  # after the continuation's return: reached only by an exception
+
+    emit_under_exit_guard(tx, cg, virtual, functools.partial(cg.append, Instr("FOR_ITER", done)), continuations)
+
+
+def break_at_null_pushing_load(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str],
+                               next_offset: int | None) -> None:
+    """A load that pushes a NULL (``LOAD_GLOBAL``, ``LOAD_ATTR``/``LOAD_METHOD`` of a method) runs in its no-NULL form;
+    the NULL below the result becomes virtual.  The attribute may be missing (fuzz round 12: grad mode stayed off)."""
+    if inst.opname == "LOAD_GLOBAL":
+        run_native = functools.partial(cg.load_global, inst.argval, push_null=False)
+        after = virtual + [True, False]
     else:
-        exits = exit_slots(tx.stack, virtual)
-        guarded = open_exit_guard(cg, exits)
+        run_native = functools.partial(cg.load_attr, inst.argval)
+        after = virtual[:-1] + [True, False]
+    emit_under_exit_guard(tx, cg, virtual, run_native, functools.partial(continue_at, tx, cg, next_offset, after, live))
+
+
+def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str],
+                         next_offset: int | None) -> None:
+    """Any other instruction (a call, a subscript...) runs natively; the resume function starts after it, or after
+    the native stretch that follows it ([Note: native stretch]).  No stretch when ``with`` exits are handed on: it
+    would run after the exit guard's try block, where an exception would skip them."""
+    stretch = None if exit_slots(tx.stack, virtual) else native_stretch(tx, live)
+    after = virtual_after(inst, virtual)
+
+    def run_native():
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
-        stretch = native_stretch(tx, live) if guarded is None else None  # a next data-dependent subscript too
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
-            cg.append(copy_instruction(code, inst.offset))
-        handler = close_exit_guard(tx, cg, guarded, exits)
-        effect = stack_effect(inst)
-        if bt.PY311 and inst.opname == "CALL":
-            effect -= inst.arg
-        depth = len(virtual) + effect
-        after = [k < len(virtual) and virtual[k] for k in range(depth)]
+            cg.append(copy_instruction(tx.output.f_code, inst.offset))
+
+    def continuations():
         if stretch is None:
-            continue_at(tx, cg, nxt, after, live)
+            continue_at(tx, cg, next_offset, after, live)
         else:
             pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
-        cg.append(*handler)  # after the continuation's return: reached only by an exception
-    return head.instructions + cg.instructions
+
+    emit_under_exit_guard(tx, cg, virtual, run_native, continuations)
 
 
-def open_exit_guard(cg: PyCodegen, exits: list[int]) -> TryBegin | None:
-    """A try block around native code run inside the ``with`` blocks whose exits are at ``exits`` (None if there are
-    none): see [Note: exits when the native instruction raises]."""
-    if not exits:
-        return None
-    try_begin = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1)
-    cg.append(try_begin)
-    return try_begin
-
-
-def close_exit_guard(tx, cg: PyCodegen, try_begin: TryBegin | None, exits: list[int]) -> list:
-    """End ``open_exit_guard``'s try block; returns its handler, to be emitted where only an exception reaches it."""
-    if try_begin is None:
-        return []
-    cg.append(TryEnd(try_begin))
-    handler = PyCodegen(tx, tx.output.f_code, tx.output.f_globals)
-    emit_exits_then_reraise(handler, try_begin, exits)
-    return handler.instructions
+def virtual_after(inst, virtual: list[bool]) -> list[bool]:
+    """The virtual-NULL marks of the stack after ``inst`` ran natively: the slots below those it popped keep theirs,
+    what it pushed is real.  (On 3.11 ``stack_effect`` of ``CALL`` leaves out its arguments: ``PRECALL`` pops them.)"""
+    effect = stack_effect(inst)
+    if bt.PY311 and inst.opname == "CALL":
+        effect -= inst.arg
+    return [k < len(virtual) and virtual[k] for k in range(len(virtual) + effect)]
 
 
 # [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
@@ -511,7 +562,27 @@ def close_exit_guard(tx, cg: PyCodegen, try_begin: TryBegin | None, exits: list[
 # through the GradModeExit it receives).  Should that instruction raise, eager's ``with`` restores grad mode on the
 # way out; the transformed code did not, and the caller's process went on with grad disabled (the same for
 # autocast and record_function regions).  So the native instruction is covered by a handler that calls every
-# pending exit, innermost first, and re-raises.
+# pending exit, innermost first, and re-raises (``emit_under_exit_guard``).
+def emit_under_exit_guard(tx, cg: PyCodegen, virtual: list[bool], run_native, continuations) -> None:
+    """Emit the native code of a break (``run_native()``) and then its continuations (``continuations()``, each
+    ending in a return), such that the ``with`` exits the break hands on run if the native code raises.
+
+    When the stack holds such exits (``exit_slots``), the native code is wrapped in a try block whose handler --
+    ``run_exits(...)``, then re-raise -- is emitted after the continuations, where only an exception reaches it.
+    """
+    exits = exit_slots(tx.stack, virtual)
+    if not exits:
+        run_native()
+        continuations()
+        return
+    try_begin = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1)
+    cg.append(try_begin)
+    run_native()
+    cg.append(TryEnd(try_begin))
+    continuations()
+    emit_exits_then_reraise(cg, try_begin, exits)
+
+
 def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
     """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
     positions, real = [], 0
@@ -524,7 +595,19 @@ def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
     return positions
 
 
-# [Note: a break inside a user with block]  The handler above calls the exits of the regions the translator
+def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
+    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
+    from .resume_execution import run_exits
+    cg.append(try_begin.target)
+    cg.load_const_object(run_exits, push_null=True)
+    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
+    for k, position in enumerate(sorted(exits, reverse=True)):
+        cg.append(Instr("COPY", size + k - position))
+    cg.call(len(exits))
+    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
+
+
+# [Note: a break inside a user with block]  The exit guard above calls the exits of the regions the translator
 # understands (grad mode, autocast, record_function), which never swallow an exception.  A user context manager's
 # ``__exit__`` (a class's, or a ``@contextmanager``'s, whose ``finally`` and code after ``yield`` run there) must
 # see the exception the native instruction raised, and may swallow it, after which the code after the ``with``
@@ -558,18 +641,6 @@ def call_start(tx, inst) -> int:
     return tx.instructions[k].offset
 
 
-def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
-    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
-    from .resume_execution import run_exits
-    cg.append(try_begin.target)
-    cg.load_const_object(run_exits, push_null=True)
-    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
-    for k, position in enumerate(sorted(exits, reverse=True)):
-        cg.append(Instr("COPY", size + k - position))
-    cg.call(len(exits))
-    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
-
-
 def cell_stores(tx) -> list[tuple[str, VariableTracker]]:
     """(name, value) of the frame's cells the traced code assigned, here or in an inlined closure.
 
@@ -595,13 +666,13 @@ def for_iter_exit(tx, inst) -> int:
     return inst.argval
 
 
-def continuation_offsets(tx, inst, nxt: int | None) -> list[int]:
+def continuation_offsets(tx, inst, next_offset: int | None) -> list[int]:
     """The offsets a break at ``inst`` may continue at (two for a data-dependent jump or a FOR_ITER)."""
     if inst.opname in JUMPS:
-        return [nxt, inst.argval]
+        return [next_offset, inst.argval]
     if inst.opname == "FOR_ITER":
-        return [nxt, for_iter_exit(tx, inst)]
-    return [nxt] if nxt is not None else []
+        return [next_offset, for_iter_exit(tx, inst)]
+    return [next_offset] if next_offset is not None else []
 
 
 def live_at(code: types.CodeType, offsets: list[int | None]) -> set[str]:
