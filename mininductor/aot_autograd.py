@@ -44,7 +44,7 @@ Left out (compared with upstream): tensor subclasses, double backward, RNG funct
 overlapping views (``expand``) or overlapping views of one buffer in training graphs (they stay views made by the
 Function, which refuse in-place ops: [Note: outputs that are views] in ``_aot_autograd/runtime_wrappers.py``;
 inference graphs re-make views of inputs in compile_fx: [Note: outputs that alias inputs]), metadata mutations of
-inputs (``t_()``, ``resize_``) which raise. Mirrors ``torch/_functorch/aot_autograd.py`` (``aot_module_simplified``);
+inputs (``t_()``, ``resize_``: the graph runs eagerly, with a warning). Mirrors ``torch/_functorch/aot_autograd.py`` (``aot_module_simplified``);
 the stages mirror ``torch/_functorch/_aot_autograd/`` (schemas, functional_utils, collect_metadata_analysis,
 graph_capture_wrappers, runtime_wrappers).
 
@@ -69,7 +69,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from mininductor import partitioners, reinplace
 
-from ._aot_autograd.collect_metadata_analysis import AliasOfMutatedInput, collect_metadata
+from ._aot_autograd.collect_metadata_analysis import AliasOfMutatedInput, MetadataMutation, collect_metadata
 from ._aot_autograd.graph_capture_wrappers import BackwardFailsInEager, trace_forward, trace_joint
 from ._aot_autograd.runtime_wrappers import (
     eager_if_inputs_alias,
@@ -258,6 +258,9 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
             try:
                 meta = collect_metadata(fn, fake_args)
             except AliasOfMutatedInput as e:  # [Note: outputs that alias mutated inputs] (runtime_wrappers.py)
+                warnings.warn(f"aot_autograd: {e}; running the graph eagerly")
+                return gm
+            except MetadataMutation as e:  # ``y.t_()`` of an input: eager changes the caller's tensor
                 warnings.warn(f"aot_autograd: {e}; running the graph eagerly")
                 return gm
             except ValueError as e:

@@ -2,7 +2,7 @@
 
 What goes in: ``fn`` (``gm``, its parameters lifted to inputs) and fake inputs. What comes out: a
 ``ViewAndMutationMeta`` (``schemas.py``): the inputs ``fn`` mutates in place (data only: a metadata mutation such
-as ``t_()`` raises), which outputs require grad, the outputs that are views made under ``no_grad``, and the fake
+as ``t_()`` raises ``MetadataMutation``), which outputs require grad, the outputs that are views made under ``no_grad``, and the fake
 values of the forward's outputs. Why: the joint graph's signature (one tangent per output that requires grad, one
 extra output per mutated input) must be known before it is traced.
 
@@ -81,6 +81,12 @@ class AliasOfMutatedInput(NotImplementedError):
     mutated inputs] in runtime_wrappers.py): ``aot_module`` then runs the graph eagerly."""
 
 
+class MetadataMutation(NotImplementedError):
+    """An in-place change of an input's shape or strides (``y.t_()``, ``y.unsqueeze_(0)``): no functional graph
+    returns it (upstream replays it on the input with ``as_strided_``), so ``aot_module`` runs the graph eagerly,
+    with a warning."""
+
+
 def _eager_geometry(fn: Callable, fake_args: list, aliases: dict[int, int],
                     out_rg: list[bool]) -> dict[int, tuple[int, tuple | None]]:
     """``{output: (input, geometry)}`` for the outputs that alias a mutated input, read from a plain (not
@@ -111,7 +117,7 @@ def _has_data_mutation(a: Any, index: int, already: int) -> bool:
     if not isinstance(a, FunctionalTensor):
         return False
     if torch._functionalize_has_metadata_mutation(a.elem):
-        raise NotImplementedError(
+        raise MetadataMutation(
             f"input {index} has its metadata (shape/strides) mutated in place (e.g. t_(), resize_()); "
             "minicompile's AOTAutograd only supports data mutations. Hint: use the out-of-place op.")
     return torch._functionalize_has_data_mutation(a.elem) and torch._functionalize_mutation_counter(a.elem) > already

@@ -364,13 +364,19 @@ def test_debug_dir_writes_forward_and_backward_graphs(tmp_path, monkeypatch):
     assert "forward graph" in text and "backward graph" in text and "bytes" in text
 
 
-def test_metadata_mutation_is_refused_with_a_reason():
+def test_metadata_mutation_runs_the_graph_eagerly_with_a_reason():
+    """``x.t_()`` of an input: no functional graph returns it; the graph runs as it is, eagerly, with a warning
+    (it raised NotImplementedError, an internal error to the translator)."""
     def fn(x):
         x.t_()
         return x + 1
     gm = torch.fx.symbolic_trace(fn)
-    with pytest.raises(NotImplementedError, match="metadata"):
-        aot_module(gm, [torch.randn(2, 3)], aot_autograd.nop)
+    with pytest.warns(UserWarning, match="metadata .* running the graph eagerly"):
+        compiled = aot_module(gm, [torch.randn(2, 3)], aot_autograd.nop)
+    x, x_ref = torch.randn(2, 3), None
+    x_ref = x.clone()
+    _assert_close(compiled(x), fn(x_ref), "output")
+    assert x.shape == x_ref.shape == (3, 2)
 
 
 def test_dynamic_shapes_are_refused_with_a_hint():

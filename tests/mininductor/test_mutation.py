@@ -373,6 +373,32 @@ def test_a_write_through_as_strided_of_a_transposed_input(fn, backend, grad):
     assert frames_ok() == 1
 
 
+def _transpose_in_place_then_matmul(x, y):
+    y.t_()
+    return x @ y
+
+
+def _scale_then_transpose_in_place(x, y):
+    y.mul_(2)
+    y.t_()
+    return x * 2, y + 1, y
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_transpose_in_place_then_matmul, _scale_then_transpose_in_place])
+def test_a_metadata_mutation_of_an_input_runs_the_graph_eagerly(fn, backend, grad):
+    """``y.t_()`` of an input changes the caller's tensor's shape: no functional graph returns that, and
+    ``collect_metadata`` refused it with a NotImplementedError that escaped as an internal error (aot_eager in
+    both grad modes, mininductor in training).  The graph now runs eagerly, with a warning."""
+    def make():
+        x, y = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+        return [x, y], [x, y * 1]
+    with pytest.warns(UserWarning, match="metadata .* running the graph eagerly"):
+        _run_both(fn, make, backend, grad)
+    assert frames_ok() == 1
+
+
 def _set_rows_of_an_expand(b):
     b.unsqueeze(0).expand(2, *b.shape)[:2] = b  # eager copies ``b`` onto itself twice; the meta kernel refuses
     return b * 2
