@@ -61,9 +61,27 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
         of_input = {k: storages[o.untyped_storage()._cdata] for k, o in enumerate(tensors)
                     if o.untyped_storage()._cdata in storages}
         aliases = {k: i for k, i in of_input.items() if i in mutated}
+        cut_off = [k for k, i in of_input.items()
+                   if out_rg[k] and history[i] is not None and not _reaches(tensors[k], history[i])]
     return ViewAndMutationMeta(len(fake_args), mutated, requires_grad, outputs, out_rg, mut_rg, out_spec, vals,
                                no_grad_views, _eager_geometry(fn, fake_args, aliases, out_rg) if aliases else {},
-                               of_input)
+                               of_input, cut_off)
+
+
+def _reaches(t: torch.Tensor, node) -> bool:
+    """Does ``t``'s autograd history reach the autograd node ``node`` (an input's)?  Not when ``t`` is a view of
+    a view made under ``no_grad`` (``with torch.no_grad(): t0 = a[1:]``, then ``t0.select(0, 0)``): its history
+    ends at ``t0``, which stands as a leaf of its own."""
+    todo, seen = [None if _no_grad_fn(t) else t.grad_fn], set()
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        if fn is node:
+            return True
+        seen.add(fn)
+        todo.extend(f for f, _ in fn.next_functions)
+    return False
 
 
 def _no_grad_fn(t: torch.Tensor) -> bool:

@@ -180,7 +180,9 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 #     of an ``x`` with stride 0 gave every element of ``x`` the gradient, where eager gives only column 0.
 #     Where inputs share a storage (``f(a, a[0])``), the input is the one the graph made the view from
 #     (``meta.output_of_input``): a view of ``a`` re-made from ``a[0]`` lost the gradient of the elements
-#     outside ``a[0]`` (AOT fuzz round);
+#     outside ``a[0]`` (AOT fuzz round).  Not when the view's history does not reach the input
+#     (``meta.cut_from_input``: ``t0 = a[1:]`` made under no_grad, then ``t0.select(0, 0)``; eager's gradient
+#     stops at ``t0``, and the re-made view gave ``a`` one: AOT fuzz round);
 #   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
 #   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
 #     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
@@ -251,7 +253,7 @@ class OutputAliasPlan:
             if ptr in inputs:  # the input the graph made it from (several may share the storage)
                 i = meta.output_of_input.get(k, inputs[ptr])
                 if _storage_key(args[i]) == ptr and args[i].requires_grad and i not in meta.mutated_inputs \
-                        and _no_overlap(args[i]):
+                        and _no_overlap(args[i]) and k not in meta.cut_from_input:
                     plan.views[k] = ("input", i, geometry)
             elif ptr in plain:
                 plan.views[k] = ("output", plain[ptr], geometry)

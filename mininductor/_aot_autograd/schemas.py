@@ -44,6 +44,9 @@ class ViewAndMutationMeta:
     mutated_input_aliases: dict[int, tuple[int, tuple | None]] = dataclasses.field(default_factory=dict)
     # tensor output -> the input whose memory it shares (any input, mutated or not)
     output_of_input: dict[int, int] = dataclasses.field(default_factory=dict)
+    # outputs that share an input's memory and require grad but whose history does not reach that input (a view
+    # of a view made under no_grad): not re-made from the input ([Note: outputs that are views])
+    cut_from_input: list[int] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         from mininductor.runtime import unflattener

@@ -358,3 +358,27 @@ def test_a_view_of_an_intermediate_made_under_no_grad_requires_grad(fn, backend)
     if leaf_ref.grad is not None:
         assert_same(leaf.grad, leaf_ref.grad)
     assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def _view_of_a_no_grad_view(a):
+    with torch.no_grad():
+        t0 = a[1:]
+    t1 = t0.select(0, 0)  # its history ends at ``t0``, which stands as a leaf: ``a`` gets no gradient
+    return t1, t0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_a_no_grad_view_gives_the_input_no_gradient(backend):
+    """``t0 = a[1:]`` under ``no_grad``, then ``t1 = t0.select(0, 0)``: eager's ``t1`` has a ``grad_fn`` whose
+    history ends at ``t0``, so ``a.grad`` stays None.  ``t1`` shares ``a``'s memory, and the runtime re-made it
+    as a view of ``a`` (so in-place ops on it work): ``a`` got a gradient.  A view whose history does not reach
+    the input is left as the Function returns it (``meta.cut_from_input``; AOT fuzz round, seed 1105)."""
+    compiled = minidynamo.minicompile(_view_of_a_no_grad_view, backend=backend)
+    (leaf,), (leaf_ref,) = leaves(torch.randn(4, 6))
+    out, ref = compiled(leaf), _view_of_a_no_grad_view(leaf_ref)
+    assert_same([o.detach() for o in out], [r.detach() for r in ref])
+    assert [(o.requires_grad, o.grad_fn is None) for o in out] == [(r.requires_grad, r.grad_fn is None) for r in ref]
+    (out[0] * torch.arange(6.0)).sum().backward()
+    (ref[0] * torch.arange(6.0)).sum().backward()
+    assert leaf.grad is None and leaf_ref.grad is None
+    assert minidynamo.counters["frames"]["ok"] == 1
