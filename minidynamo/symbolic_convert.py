@@ -163,7 +163,13 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
                 else:
                     step_observer(self)  # it calls self.step() itself, looking before and after (step_through)
             except ObservedException as e:
-                if not self.handle_observed_exception(e):
+                try:
+                    handled = self.handle_observed_exception(e)
+                except Unsupported as refusal:  # a user __exit__ that may suppress it: say where, as step() does
+                    if not refusal.user_stack:
+                        refusal.user_stack = self.user_stack()
+                    raise
+                if not handled:
                     raise  # to the caller's frame (its CALL may sit in a try block), else a refusal
 
     def step(self) -> None:

@@ -96,6 +96,29 @@ def test_an_exit_that_suppresses_runs_eagerly():
     assert "suppress" in next(iter(minidynamo.counters["eager_fallback"]))
 
 
+def _raises_inside_a_suppressing_manager(x, log):
+    with _Logged(log, suppress=True):
+        x = x + int(None)
+    return x
+
+
+def test_fullgraph_names_the_line_of_an_exception_a_user_exit_may_suppress():
+    """Translator fuzz round 13: the refusal raised while the translator looked for the handler of a traced
+    exception (a user ``__exit__`` that may suppress it) had no file and line, so fullgraph=True said nothing of
+    where.  Without fullgraph the frame runs eagerly, as eager."""
+    fn = _raises_inside_a_suppressing_manager
+    with pytest.raises(minidynamo.exc.Unsupported) as info:
+        minidynamo.minicompile(fn, backend="eager", fullgraph=True)(X, [])
+    line = fn.__code__.co_firstlineno + 2
+    assert f"at {__file__}:{line} in {fn.__name__}" in str(info.value) and "suppress" in str(info.value)
+    minidynamo.reset()
+    cnt = CompileCounter()
+    log, expected_log = [], []
+    assert torch.equal(minidynamo.minicompile(fn, backend=cnt)(X, log), fn(X, expected_log))
+    assert log == expected_log == ["enter", ("exit", "TypeError", expected_log[1][2])]
+    assert cnt.frame_count == 0 and len(minidynamo.counters["eager_fallback"]) == 1
+
+
 class _RaisingExit:
     def __init__(self, log):
         self.log = log
