@@ -69,7 +69,12 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from mininductor import partitioners, reinplace
 
-from ._aot_autograd.collect_metadata_analysis import AliasOfMutatedInput, MetadataMutation, collect_metadata
+from ._aot_autograd.collect_metadata_analysis import (
+    AliasOfMutatedInput,
+    AsStridedOfShiftedInput,
+    MetadataMutation,
+    collect_metadata,
+)
 from ._aot_autograd.graph_capture_wrappers import BackwardFailsInEager, trace_forward, trace_joint
 from ._aot_autograd.runtime_wrappers import (
     eager_if_inputs_alias,
@@ -260,7 +265,8 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
             except AliasOfMutatedInput as e:  # [Note: outputs that alias mutated inputs] (runtime_wrappers.py)
                 warnings.warn(f"aot_autograd: {e}; running the graph eagerly")
                 return gm
-            except MetadataMutation as e:  # ``y.t_()`` of an input: eager changes the caller's tensor
+            except (MetadataMutation, AsStridedOfShiftedInput) as e:  # ``y.t_()`` of an input; [Note: as_strided
+                # of a shifted input] (collect_metadata_analysis.py)
                 warnings.warn(f"aot_autograd: {e}; running the graph eagerly")
                 return gm
             except ValueError as e:

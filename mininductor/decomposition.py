@@ -320,6 +320,10 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
     An in-place op on a tensor that is not row-major keeps its layout: [Note: in-place ops keep their input's
     strides]."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.as_strided_storages: set[int] = set()  # the storages ``as_strided`` read (collect_metadata asks)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in _SHIFTS and len(args) == 2:
             args = _shift_operands(*args)
@@ -330,6 +334,8 @@ class EagerFunctions(torch.overrides.TorchFunctionMode):
         if _writes_overlapping_elements(func, args):
             raise RuntimeError(f"{func.__name__}: functionalization encountered a tensor being mutated that has "
                                "internal overlap (one element written twice: eager applies the op twice)")
+        if func in (torch.Tensor.as_strided, torch.as_strided) and isinstance(args[0], torch.Tensor):
+            self.as_strided_storages.add(args[0].untyped_storage()._cdata)  # [Note: as_strided of a shifted input]
         if func in (torch.Tensor.as_strided, torch.as_strided) and _outside_its_input(*args, **(kwargs or {})):
             raise RuntimeError("as_strided: functionalization encountered a window outside the elements of its "
                                "input (eager reads and writes the storage beyond them)")

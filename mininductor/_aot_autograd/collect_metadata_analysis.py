@@ -28,7 +28,7 @@ from .schemas import ViewAndMutationMeta
 def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
     """Run ``fn`` once on fake, functional inputs and record mutations and ``requires_grad`` of every output."""
     requires_grad = [isinstance(a, torch.Tensor) and a.requires_grad for a in fake_args]
-    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions():
+    with enable_python_dispatcher(), FunctionalTensorMode(), EagerFunctions() as eager_functions:
         f_args = _wrap_inputs(fake_args, requires_grad)
         # mutations before the graph runs: a clone with gaps is made by ``copy_`` ([Note: a clone keeps the input's
         # strides] in functional_utils.py)
@@ -44,6 +44,7 @@ def collect_metadata(fn: Callable, fake_args: list) -> ViewAndMutationMeta:
             if isinstance(a, FunctionalTensor):
                 torch._sync(a)
         mutated = [i for i, a in enumerate(f_args) if _has_data_mutation(a, i, already[i])]
+        _refuse_as_strided_of_shifted_inputs(fake_args, f_args, mutated, eager_functions.as_strided_storages)
         outputs = [ViewAndMutationMeta.TENSOR if isinstance(o, torch.Tensor) else o for o in flat_outs]
         tensors = [o for o in flat_outs if isinstance(o, torch.Tensor)]
         no_grad_views = [k for k, o in enumerate(tensors) if o.requires_grad and _no_grad_fn(o) and o._is_view()]
@@ -97,6 +98,28 @@ def _no_grad_fn(t: torch.Tensor) -> bool:
 class AliasOfMutatedInput(NotImplementedError):
     """An output that aliases a mutated input in a way the runtime cannot re-make ([Note: outputs that alias
     mutated inputs] in runtime_wrappers.py): ``aot_module`` then runs the graph eagerly."""
+
+
+class AsStridedOfShiftedInput(NotImplementedError):
+    """``as_strided`` of a mutated input that starts past its storage's first element ([Note: as_strided of a
+    shifted input]): ``aot_module`` runs the graph eagerly, with a warning."""
+
+
+def _refuse_as_strided_of_shifted_inputs(fake_args: list, f_args: list, mutated: list[int],
+                                         as_strided_storages: set[int]) -> None:
+    """[Note: as_strided of a shifted input]  ``a = y[2:10]`` (storage offset 2) passed in, ``a.mul_(2)``, then
+    ``a.as_strided((2,), (1,), 3)``: eager reads storage elements 3 and 4 (``a[1]``, ``a[2]``).
+    Functionalization replays the view on ``a``'s new value, a fresh buffer whose storage starts at ``a[0]``
+    (or on the clone standing for an input that requires grad, the same), and read ``a[3]``, ``a[4]``: wrong
+    values in every backend, and a window that starts before ``a`` escaped ``_outside_its_input`` and lost
+    its gradient.  ``as_strided``'s offset counts from the storage, and a mutated input's storage is not the
+    caller's in the trace: such a graph runs eagerly.  (Inputs at offset 0 are traced with their own strides,
+    [Note: a clone keeps the input's strides], so their offsets agree.)"""
+    for i in mutated:
+        if fake_args[i].storage_offset() != 0 and f_args[i].untyped_storage()._cdata in as_strided_storages:
+            raise AsStridedOfShiftedInput(f"as_strided of input {i}, which the graph mutates and which starts at "
+                                          f"storage offset {fake_args[i].storage_offset()}: the trace cannot "
+                                          "replay its storage offsets")
 
 
 class MetadataMutation(NotImplementedError):

@@ -399,6 +399,38 @@ def test_a_metadata_mutation_of_an_input_runs_the_graph_eagerly(fn, backend, gra
     assert frames_ok() == 1
 
 
+def _scale_then_read_a_window(a):
+    a.mul_(2)
+    return a.as_strided((2,), (1,), 3) * 1  # ``a`` starts at storage offset 2: eager reads a[1], a[2]
+
+
+def _scale_then_return_a_window_from_before_the_input(a):
+    t0 = a.mul_(2)
+    t2 = t0.as_strided((2, 2), (1, 2), 1)  # storage element 1 lies before ``a``
+    with torch.no_grad():
+        a.index_fill_(-1, torch.tensor([0]), -0.01)
+    return t2,
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,grad", [(_scale_then_read_a_window, True), (_scale_then_read_a_window, False),
+                                     (_scale_then_return_a_window_from_before_the_input, True)])
+def test_as_strided_of_a_mutated_input_at_a_storage_offset_runs_eagerly(fn, grad, backend):
+    """``a = y[2:10]`` passed in and mutated, then ``as_strided`` with an explicit storage offset: the trace
+    replays the window on ``a``'s new value, a buffer that starts at ``a[0]``, and read ``a[3]`` where eager reads
+    storage element 3, ``a[1]`` (wrong values, every backend); a window starting before ``a`` (the second)
+    passed the check for windows outside the input on the clone that stands for ``a``, and ``y`` lost the
+    gradient of storage element 1.  The graph runs eagerly ([Note: as_strided of a shifted input]; AOT fuzz
+    round, fuzz2 seed 10).  (The second under no_grad: eager's own output is a view whose ``grad_fn`` raises,
+    which ``_run_both`` cannot compare.)"""
+    def make():
+        leaf = torch.randn(12, requires_grad=True)
+        return [leaf], [(leaf * 1)[2:10]]
+    with pytest.warns(UserWarning, match="storage offset 2.*eagerly"):
+        _run_both(fn, make, backend, grad)
+    assert frames_ok() == 1
+
+
 def _set_rows_of_an_expand(b):
     b.unsqueeze(0).expand(2, *b.shape)[:2] = b  # eager copies ``b`` onto itself twice; the meta kernel refuses
     return b * 2
