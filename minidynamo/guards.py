@@ -72,8 +72,8 @@ def tensor_match(t: Any, meta: TensorMeta) -> bool:
             and (t.stride() == meta.stride or _dims_match(t.stride(), meta.stride)) and t.device == meta.device)
 
 
-# NO_TENSOR_ALIASING: the tensor inputs are distinct objects; NO_ALIASING: so are the lists, dicts and user objects
-# (see [Note: aliased inputs] in variables/builder.py).  DUPLICATE_INPUT: an input is the same object as another.
+# NO_TENSOR_ALIASING: the tensor inputs are distinct objects; NO_ALIASING: so are the lists, dicts, user objects and
+# modules (see [Note: aliased inputs] in variables/builder.py).  DUPLICATE_INPUT: an input is the same object as another.
 ALIASING_KINDS = ("NO_TENSOR_ALIASING", "NO_ALIASING")
 # what a symbolic int can hold: a graph computes it as an int64 (SYMINT_MATCH, dynamic_shapes.int_is_dynamic)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

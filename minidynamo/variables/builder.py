@@ -200,12 +200,13 @@ def is_builtin_iterator_class(value: Any) -> bool:
 
 
 def is_aliasable(vt: VariableTracker) -> bool:
-    """A list, dict, user object or partial read from the frame: mutable (or compared with ``is``), so which names
-    share it matters."""
+    """A list, dict, user object, module or partial read from the frame: mutable (or compared with ``is``), so which
+    names share it matters (a module too: ``m.count += 1`` then ``NET.count``, fuzz round 13)."""
     from .functions import PartialVariable
+    from .nn_module import NNModuleVariable
     from .user_defined import UserDefinedObjectVariable
-    return type(vt) in (ListVariable, DictVariable, UserDefinedObjectVariable, PartialVariable) and \
-        vt.source is not None
+    return type(vt) in (ListVariable, DictVariable, UserDefinedObjectVariable, PartialVariable, NNModuleVariable) \
+        and vt.source is not None
 
 
 def unwrap_compiled(fn):

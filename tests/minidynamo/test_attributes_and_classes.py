@@ -2,8 +2,8 @@
 containers and inputs -- guarded), ``__slots__``, ``__call__``, a user ``__getattribute__``, a dataclass made in
 the frame, and zero-argument ``super()`` in a method that breaks.
 
-Found by differential fuzzing (rounds 4 to 6, 8 and 10).  Every test compares with the plain function (results, exceptions'
-types and args, the inputs afterwards) and counts graphs, graph breaks, recompiles and eager fallbacks.
+Found by differential fuzzing (rounds 4 to 6, 8, 10 and 13).  Every test compares with the plain function (results,
+exceptions' types and args, the inputs afterwards) and counts graphs, graph breaks, recompiles and eager fallbacks.
 Budget: ~2 s.
 """
 import torch
@@ -305,3 +305,45 @@ def test_an_attribute_deleted_and_stored_again_moves_to_the_end_of_vars():
     obj = _Pair()
     minidynamo.minicompile(fn, backend="eager")(X, obj)
     assert list(vars(obj)) == ["k", "w", "new"]
+
+
+class _Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+
+_COUNTING = _Counting()
+
+
+def _bump_through_an_argument(x, m):
+    m.count += 1
+    return _COUNTING.count, x + 1
+
+
+def _bump_across_a_break(x):
+    _COUNTING.count += int(x.sum() > 0)  # the break at int(): the store runs in the resume function
+    return _COUNTING.count, x + 1
+
+
+def test_a_module_reached_by_two_names_is_one_object():
+    """Translator fuzz round 13: a module reached through two sources (an argument and a global; a stack slot and
+    a global in a resume function) was two trackers, so ``m.count += 1`` did not show in ``_COUNTING.count``: the
+    compiled function returned the old count.  Modules are aliasable inputs now, like lists and user objects
+    ([Note: aliased inputs]); a call with two distinct modules recompiles."""
+    for fn, args, graphs, breaks in ((_bump_through_an_argument, (_COUNTING,), 1, 0), (_bump_across_a_break, (), 2, 1)):
+        _COUNTING.count = 0
+        expected = fn(torch.ones(2), *args)
+        _COUNTING.count = 0
+        minidynamo.reset()
+        cnt = CompileCounter()
+        got = minidynamo.minicompile(fn, backend=cnt)(torch.ones(2), *args)
+        assert got[0] == expected[0] == 1 == _COUNTING.count and torch.equal(got[1], expected[1])
+        assert (cnt.frame_count, _breaks()) == (graphs, breaks)
+    minidynamo.reset()
+    cnt = CompileCounter()
+    f = minidynamo.minicompile(_bump_through_an_argument, backend=cnt)
+    _COUNTING.count, other = 0, _Counting()
+    assert f(torch.ones(2), _COUNTING)[0] == 1
+    assert f(torch.ones(2), other)[0] == 1 and other.count == 1  # distinct objects: a recompile, not a wrong alias
+    assert cnt.frame_count == 2
