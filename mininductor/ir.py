@@ -179,11 +179,12 @@ class WelfordReduction(Reduction):
 
 
 class Scan(Reduction):
-    """A running ``scan_type`` (``sum``: cumsum) along dim ``dim``: one output per input element, so it stores at
-    the full index, but like a reduction each row must be walked in order. ``ranges`` are the other dims."""
+    """A running ``scan_type`` (``sum``: cumsum, ``prod``: cumprod) along dim ``dim``: one output per input element,
+    so it stores at the full index, but like a reduction each row must be walked in order. ``ranges`` are the
+    other dims."""
 
-    def __init__(self, device, dtype, inner_fn, ranges, scan_size, dim, full_size, origins=None):
-        super().__init__(device, dtype, inner_fn, ranges, [scan_size], "sum", dtype, origins)
+    def __init__(self, device, dtype, inner_fn, ranges, scan_size, dim, full_size, origins=None, scan_type="sum"):
+        super().__init__(device, dtype, inner_fn, ranges, [scan_size], scan_type, dtype, origins)
         self.dim, self.full_size = dim, [as_size(s) for s in full_size]
 
     def get_size(self):

@@ -284,32 +284,45 @@ register_lowering(aten.all)(_any_all("all"))
 @register_lowering(aten.cumsum)
 def cumsum(x, dim, *, dtype=None):
     """A ``Scan``: ``tl.cumsum`` over each row (plus a running carry when rows are walked in chunks)."""
+    return _scan(x, dim, dtype, "sum")
+
+
+@register_lowering(aten.cumprod)
+def cumprod(x, dim, *, dtype=None):
+    """A ``Scan``: ``tl.cumprod`` over each row (times the product of the chunks before, when looped)."""
+    return _scan(x, dim, dtype, "prod")
+
+
+def _scan(x, dim, dtype, scan_type: str):
     out = out_dtype(default=dtype or _acc_dtype(x.get_dtype()))
     acc = _acc_dtype(out)
     size = list(x.get_size())
     loader, x_dtype = x.make_loader(), x.get_dtype()
 
-    def start_at_zero(value):
+    def first_value(value):
         # [Note: cumsum starts at +0.0]  Eager's running sum starts from 0, so a leading -0.0 comes out as
-        # 0 + -0.0 = +0.0, where a scan would return it as it is. Adding +0.0 changes nothing else.
+        # 0 + -0.0 = +0.0, where a scan would return it as it is. Adding +0.0 changes nothing else.  (A running
+        # product starts from 1, and 1 * -0.0 is -0.0: nothing to do.)
         value = ops.to_dtype(value, acc) if x_dtype != acc else value
-        return ops.add(value, ops.constant(0.0, acc)) if acc.is_floating_point else value
+        if scan_type == "sum" and acc.is_floating_point:
+            return ops.add(value, ops.constant(0.0, acc))
+        return value
 
     if not size:  # eager copies a 0-d tensor, -0.0 included
         return _cast(x, out)
     if not is_symbolic(size[dim % len(size)]) and size[dim % len(size)] <= 1:  # a symbolic length: the scan
         # kernel is right for every length, 0 and 1 included
-        return _cast(pointwise([x], start_at_zero, acc, cast_inputs=False), out)
+        return _cast(pointwise([x], first_value, acc, cast_inputs=False), out)
     dim = dim % len(size)
     kept = [d for d in range(len(size)) if d != dim]
 
     def inner_fn(index, rindex):
         full = list(index)
         full.insert(dim, rindex[0])
-        return start_at_zero(loader(full))
+        return first_value(loader(full))
 
     node = ir.Scan(x.get_device(), acc, inner_fn, [size[d] for d in kept], size[dim], dim, size,
-                   origins=origins_of([x]))
+                   origins=origins_of([x]), scan_type=scan_type)
     result = TensorBox.create(node)
     result.realize()
     return _cast(result, out)

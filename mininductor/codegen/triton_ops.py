@@ -72,6 +72,9 @@ BINARY = {
     "truediv": ("{0} / {1}", "float"),
     "maximum": ("tl.where(({1} > {0}) | ({1} != {1}), {1}, {0})", "same"),  # [Note: maximum of equals]
     "minimum": ("tl.where(({1} < {0}) | ({1} != {1}), {1}, {0})", "same"),
+    # fmax/fmin ignore a NaN operand (NaN only when both are); of two zeros eager's CPU kernel returns the first
+    "fmax": ("tl.where(({1} > {0}) | ({0} != {0}), {1}, {0})", "same"),
+    "fmin": ("tl.where(({1} < {0}) | ({0} != {0}), {1}, {0})", "same"),
     "eq": ("{0} == {1}", "bool"),
     "ne": ("{0} != {1}", "bool"),
     "lt": ("{0} < {1}", "bool"),

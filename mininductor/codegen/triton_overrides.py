@@ -342,6 +342,21 @@ class TritonOverrides:
         return e(f"tl.where(({y} == 0) & ({x} == {x}), {zero_y}, tl.where((tl.abs({x}) == float('inf')) & "
                  f"(tl.abs({y}) == float('inf')), tl.where({y_pos}, {both_inf}, -{both_inf}), {general}))")
 
+    def fmax(self, a: str, b: str) -> str:
+        return self._fmin_fmax("fmax", a, b)
+
+    def fmin(self, a: str, b: str) -> str:
+        return self._fmin_fmax("fmin", a, b)
+
+    def _fmin_fmax(self, name: str, a: str, b: str) -> str:
+        """Compiled for the GPU, CUDA's own ``fmax``/``fmin`` (eager's CUDA kernel calls them; they order -0.0
+        below +0.0); interpreted, the formula in ``BINARY``, eager's CPU answer (two zeros: the first)."""
+        fmt, kind = BINARY[name]
+        dtype = self._result(kind, a, b)
+        if self.interpret or not dtype.is_floating_point:
+            return self._emit(fmt.format(a, b), dtype)
+        return self._libdevice(name, a, b)
+
     def maximum(self, a: str, b: str) -> str:
         return self._min_max("maximum", a, b)
 

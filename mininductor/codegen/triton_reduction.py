@@ -6,7 +6,7 @@ Masked lanes hold the reduction's identity (0 for sum, -inf for max...). ``max``
 ``torch.amax``, which ``tl.max`` alone would drop: compiled, we reduce with a NaN-keeping combine (``_maximum_nan``);
 interpreted, where ``tl.reduce`` is slow, with ``tl.max`` plus a NaN check.  ``argmax``/``argmin`` return the first
 index of the extreme value, NaN counting as the largest, as eager does.  ``cumsum`` is ``tl.cumsum`` plus a running
-carry when looped.
+carry when looped (``cumprod``: ``tl.cumprod`` times one).
 
 ``welford_reduce`` returns a ``(mean, m2, weight)`` triple. Looped, each lane of the ``[XBLOCK, RBLOCK]`` chunk keeps
 its own running triple, updated by Welford's step (``_welford_reduce`` in ``output_code.py``'s header: masked lanes
@@ -36,16 +36,19 @@ class ReductionCodegenMixin:
 
     # ------------------------------------------------------------------------------------------- scans
     def scan(self, dtype, scan_type: str, value: str) -> str:
-        """cumsum along the row: in one block (persistent), or chunk by chunk plus the running carry."""
+        """cumsum / cumprod along the row: in one block (persistent), or chunk by chunk plus the running carry
+        (the sum, or the product, of the chunks before)."""
         acc_dtype = compute_dtype(dtype)
+        scan, identity_, combine = {"sum": ("tl.cumsum", 0, "+"), "prod": ("tl.cumprod", 1, "*")}[scan_type]
         block = self._emit(f"tl.broadcast_to({value}, [XBLOCK, RBLOCK])", acc_dtype, cse=False)
-        masked = self._emit(f"tl.where(xmask & rmask, {block}, 0)", acc_dtype, cse=False)
+        masked = self._emit(f"tl.where(xmask & rmask, {block}, {identity_})", acc_dtype, cse=False)
         if self.kind != "red":
-            return self._emit(f"tl.cumsum({masked}, 1)", acc_dtype, cse=False)
+            return self._emit(f"{scan}({masked}, 1)", acc_dtype, cse=False)
         carry = f"_carry{next(self._acc)}"
-        self.section.pre.append(f"{carry} = tl.zeros([XBLOCK, 1], {TL_DTYPE[acc_dtype]})")
-        out = self._emit(f"tl.cumsum({masked}, 1) + {carry}", acc_dtype, cse=False)
-        self.lines.append(f"{carry} = {carry} + tl.sum({masked}, 1)[:, None]")
+        self.section.pre.append(f"{carry} = tl.full([XBLOCK, 1], {identity_}, {TL_DTYPE[acc_dtype]})")
+        out = self._emit(f"{scan}({masked}, 1) {combine} {carry}", acc_dtype, cse=False)
+        total = self._final_reduce(scan_type, masked, "rindex", acc_dtype, acc_dtype)
+        self.lines.append(f"{carry} = {carry} {combine} {total}")
         return out
 
     # ------------------------------------------------------------------------------------------- reductions

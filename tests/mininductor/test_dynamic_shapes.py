@@ -371,16 +371,16 @@ def test_a_float_size_is_computed_in_float64_in_the_kernel(tmp_path, monkeypatch
     (lambda x: torch.cumsum(x, 0), 0),                          # a looped scan over the symbolic rows
     (lambda x: x.cumsum(1) * 2 + torch.cumsum(x.t(), 1).t(), 0),
     (lambda x: torch.cumsum((x * 4).long(), 0), 0),             # exact: integers
-    (lambda x: torch.cumprod(x.sigmoid() + 0.5, 0), 3),        # no lowering: an ATen fallback in a symbolic graph
-    (lambda x: torch.logcumsumexp(x, 0), 3),
+    (lambda x: torch.cumprod(x.sigmoid() * 0.1 + 0.95, 0), 0),  # a looped scan too, its carry a product
+    (lambda x: torch.logcumsumexp(x, 0), 3),                    # no lowering: an ATen fallback in a symbolic graph
     (lambda x: tuple(torch.cummax(x, 0)), 3),
     (lambda x: torch.cummin(x, 1)[1] + x.shape[0], 3),
 ], ids=["cumsum", "cumsum_dim1", "cumsum_int", "cumprod", "logcumsumexp", "cummax", "cummin"])
 def test_scan_over_a_symbolic_dim_compiles_once(fn, fallbacks):
     """``cumsum`` over a symbolic dim was refused (the lowering asked ``s0 <= 1``, then the scan kernel refused a
     symbolic rnumel): one compile per shape.  The looped scan carries its running sum from chunk to chunk, so it
-    is right for every length (257 rows span several chunks).  ``cumprod``/``logcumsumexp``/``cummax`` have no
-    lowering; their ATen fallback kernel now takes part in the symbolic graph ([Note: fallbacks with symbolic
+    is right for every length (257 rows span several chunks); ``cumprod`` carries its running product.
+    ``logcumsumexp``/``cummax`` have no lowering; their ATen fallback kernel now takes part in the symbolic graph ([Note: fallbacks with symbolic
     sizes]) instead of sending the whole graph to per-shape compiles: counted once per graph (3 graphs)."""
     _serve(fn, _SIZES, atol=1e-4, rtol=1e-4)
     assert frames_ok() == 3

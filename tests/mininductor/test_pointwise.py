@@ -89,6 +89,21 @@ def test_nan_semantics_match_eager():
                         torch.isinf(x), torch.isfinite(x), x.clamp(-1, 1), torch.nan_to_num(x)), x, y, kernels=1)
 
 
+def test_fmax_fmin_ignore_a_nan_operand():
+    """``fmax``/``fmin`` return the other operand where one is NaN (NaN only where both are), unlike
+    ``maximum``. Of two zeros eager's CPU kernel returns the first, its CUDA kernel (CUDA's ``fmaxf``) +0.0 for
+    fmax and -0.0 for fmin: compiled for the GPU we call libdevice's, interpreted the formula in ``BINARY``, so
+    ``1 / fmax`` compares the zeros' signs. Integers and bools are a plain maximum. They fell back to ATen before
+    (found by a lowering fuzz)."""
+    x = torch.tensor([0.0, -0.0, float("nan"), 1.0, float("nan"), 2.0, -3.0, float("inf"), -0.0])
+    y = torch.tensor([-0.0, 0.0, 1.0, float("nan"), float("nan"), 2.0, 5.0, float("nan"), -0.0])
+    check(lambda x, y: (torch.fmax(x, y), torch.fmin(x, y), 1 / torch.fmax(x, y), 1 / torch.fmin(x, y),
+                        torch.fmax(x.half(), y), torch.fmin(x.double(), y[:1])), x, y, kernels=1, fallbacks=0)
+    a, b = torch.tensor([1, 5, -2, 7]), torch.tensor([3, 2, -2, -9])
+    check(lambda a, b: (torch.fmax(a, b), torch.fmin(a, b), torch.fmax(a > 0, b > 0)), a, b, kernels=1,
+          fallbacks=0)
+
+
 def test_broadcast_scalar_tensor_and_zero_dim():
     check(lambda x, s: x * s + s, X, torch.tensor(2.5), kernels=1)
 

@@ -84,6 +84,23 @@ def test_cumsum_is_a_scan_kernel(reduction_kind):
 
 
 
+def test_cumprod_is_a_scan_kernel(reduction_kind):
+    """``cumprod`` is the same ``Scan`` as ``cumsum`` with ``tl.cumprod``; looped, the carry is the product of the
+    chunks before. It fell back to ATen before (found by a lowering fuzz). Factors near 1 keep the products of 41
+    terms in range; a zero, a NaN, an infinity and a -0.0 follow eager through the rest of their row; integer
+    and bool inputs give int64, as eager's."""
+    x = X.reshape(6, 37 * 11)[:, :41].contiguous() * 0.1 + 1.0
+    special = torch.tensor([[2.0, 0.0, 3.0, -1.0], [float("nan"), 2.0, 1.0, 1.0], [-0.0, 5.0, float("inf"), 2.0]])
+    ints = torch.tensor([[1, -2, 3, 0, 5], [2, 2, -1, 1, 3]])
+
+    def fn(x, special, ints):
+        return (x.cumprod(-1), x.cumprod(0) * 2, special.cumprod(1), 1 / special.cumprod(1), special.cumprod(0),
+                ints.cumprod(1), (ints > 0).cumprod(1), x.cumprod(1, dtype=torch.float64))
+
+    check(fn, x, special, ints, atol=1e-4, rtol=1e-4, fallbacks=0)
+    check(lambda x: x.half().cumprod(-1), x[:, :12], atol=1e-2, rtol=1e-2, fallbacks=0)
+
+
 def test_cumsum_of_leading_negative_zeros_is_positive_zero(reduction_kind):
     """Eager's running sum starts from 0: ``cumsum([-0.0, -0.0, 1.0])`` is ``[0.0, 0.0, 1.0]``, a size-1 dim
     included; ours kept the -0.0s ([Note: cumsum starts at +0.0]). A 0-d tensor is copied as it is, in eager
