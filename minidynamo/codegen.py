@@ -33,6 +33,29 @@ REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariabl
                PartialVariable)
 
 
+# [Note: deterministic const names]  An object the transformed code needs (a helper function, the compile
+# context, a module) is stashed in the frame's globals and loaded by name.  The name numbers the stashed objects of
+# that globals dict in the order they were first stashed: ``___const_function_0``, ``___const_CompileContext_1``.
+# Upstream (``install_global_by_id``) names them by ``id(value)``, a memory address that changes from process to
+# process, so the transformed bytecode of one program read differently on every run.  Numbered, it is the same
+# in every fresh process that compiles the same program: notebooks, docs and cache keys stay stable.  An object
+# already stashed keeps its name; names are never removed, so a number is never given twice.
+CONST_PREFIX = "___const_"
+
+
+def const_global_name(f_globals: dict, value: Any) -> str:
+    """The name ``value`` is stashed under in ``f_globals`` (stashing it first if it is not there yet)."""
+    stashed = 0
+    for name, v in f_globals.items():
+        if name.startswith(CONST_PREFIX):
+            if v is value:
+                return name
+            stashed += 1
+    name = f"{CONST_PREFIX}{type(value).__name__}_{stashed}"
+    f_globals[name] = value
+    return name
+
+
 class PyCodegen:
     def __init__(self, tx, code: types.CodeType, f_globals: dict, graph_outputs: dict[int, int] | None = None):
         self.tx = tx
@@ -85,10 +108,8 @@ class PyCodegen:
             self.load_const_object(value)
 
     def load_const_object(self, value: Any, push_null: bool = False) -> None:
-        """Load an arbitrary object by stashing it in the frame's globals (``___const_<id>``)."""
-        name = f"___const_{type(value).__name__}_{id(value)}"
-        self.f_globals[name] = value
-        self.append(bt.create_load_global(name, push_null))
+        """Load an arbitrary object by stashing it in the frame's globals (``___const_<type>_<k>``)."""
+        self.append(bt.create_load_global(const_global_name(self.f_globals, value), push_null))
 
     def load_source(self, source) -> None:
         """Push ``source``'s value: from a local where ``load_graph_inputs`` saved it, else read it again."""
