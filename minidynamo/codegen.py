@@ -270,3 +270,23 @@ class Fresh(VariableTracker):
             reconstruct(self.obj, codegen)
         finally:
             self.obj.source = saved
+
+
+class LoadedObject(VariableTracker):
+    """A value the generated code loads from a stashed object (a compiled callee, a GradModeExit...): the object
+    itself, or ``call_fn(obj, call_arg)`` called at run time."""
+
+    def __init__(self, obj, call_arg: VariableTracker | None = None, call_fn=None):
+        super().__init__()
+        self.obj = obj
+        self.call_arg = call_arg
+        self.call_fn = call_fn
+
+    def reconstruct(self, codegen):
+        if self.call_fn is not None:  # call_fn(obj, call_arg) at run time
+            codegen.load_const_object(self.call_fn, push_null=True)
+            codegen.load_const_object(self.obj)
+            codegen(self.call_arg)
+            codegen.call(2)
+        else:
+            codegen.load_const_object(self.obj)

@@ -9,6 +9,8 @@ the checks ``convert_frame`` makes before it restarts a translation with a break
 3.12 inlined comprehension moves to its start and runs all of it natively: ``inlined_comprehension.py``; one inside
 a ``try`` block moves to the try statement, which runs eagerly from there: [Note: a break inside a try block]) and the
 refusals of a break that a resume function could not reproduce (inside an ``except`` block, a closable generator).
+The ``with`` regions a break leaves open (grad mode, autocast, record_function exits handed on, the exit guard
+around the native instruction, a user context manager's block) are ``reenter_with.py``'s.
 
     def toy(x):                          transformed toy (the break at ``if``):
         a = torch.sin(x)                     ___graph_out = __compiled_fn_0(x)
@@ -29,17 +31,16 @@ import inspect
 import itertools
 import types
 
-from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label
 
 from . import bytecode_transformation as bt
 from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
-from .codegen import GRAPH_OUT, PyCodegen
+from .codegen import GRAPH_OUT, LoadedObject, PyCodegen
 from .exc import Unsupported, refuse_frame, unimplemented
 from .exception_table import (
     inside_inlined_comprehension,
     inside_try_block,
     try_statement_start,
-    with_exit_positions,
 )
 from .inlined_comprehension import (
     comprehension_starting_at,
@@ -48,14 +49,12 @@ from .inlined_comprehension import (
     locals_handed_on,
 )
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
+from .reenter_with import emit_under_exit_guard, exit_slots, inside_user_with_block, stack_item_for_break
 from .resume_execution import (
     Continuation,
-    GradModeExit,
     bind_closure,
     compiled_callee,
     copy_instruction,
-    enter_autocast,
-    enter_record_function,
     forward_jump_name,
 )
 from .variables.base import VariableTracker
@@ -239,70 +238,6 @@ NOT_BREAKABLE = {"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "LO
 JUMPS = {f"POP_JUMP_{d}IF_{c}" for d in ("", "FORWARD_", "BACKWARD_") for c in ("TRUE", "FALSE", "NONE", "NOT_NONE")}
 
 
-class _Loaded(VariableTracker):
-    """A value the generated code loads from a stashed object (a compiled callee, a GradModeExit...)."""
-
-    def __init__(self, obj, call_arg: VariableTracker | None = None, call_fn=None):
-        super().__init__()
-        self.obj = obj
-        self.call_arg = call_arg
-        self.call_fn = call_fn
-
-    def reconstruct(self, codegen):
-        if self.call_fn is not None:  # call_fn(obj, call_arg) at run time
-            codegen.load_const_object(self.call_fn, push_null=True)
-            codegen.load_const_object(self.obj)
-            codegen(self.call_arg)
-            codegen.call(2)
-        else:
-            codegen.load_const_object(self.obj)
-
-
-class _ReenteredRecordFunction(VariableTracker):
-    """A record_function region re-entered natively: ``enter_record_function(name)`` returns its ``__exit__``."""
-
-    def __init__(self, name: str):
-        super().__init__()
-        self.name = name
-
-    def reconstruct(self, codegen):
-        codegen.load_const_object(enter_record_function, push_null=True)
-        codegen.load_const(self.name)
-        codegen.call(1)
-
-
-class _ReenteredAutocast(VariableTracker):
-    """An autocast block re-entered natively: ``enter_autocast(device, dtype, enabled, cache)`` returns its exit."""
-
-    def __init__(self, ctx):
-        super().__init__()
-        self.ctx = ctx
-
-    def reconstruct(self, codegen):
-        codegen.load_const_object(enter_autocast, push_null=True)
-        codegen.load_const(self.ctx.device)
-        codegen.load_const_object(self.ctx.dtype)
-        codegen.load_const(self.ctx.enabled)
-        codegen.load_const(self.ctx.cache_enabled)
-        codegen.call(4)
-
-
-def stack_item_for_break(tx, v: VariableTracker) -> VariableTracker:
-    """Stack entries that only exist in the tracer become real objects the native code can use."""
-    from .variables import WithExitFunctionVariable
-    from .variables.ctx_manager import AutocastModeVariable, GradModeVariable, RecordFunctionVariable
-    if isinstance(v, WithExitFunctionVariable):
-        if isinstance(v.ctx, GradModeVariable):
-            return _Loaded(GradModeExit(v.ctx.prev))
-        if isinstance(v.ctx, RecordFunctionVariable):
-            v.ctx.exit(tx)  # close the region inside this graph; re-open it natively
-            return _ReenteredRecordFunction(v.ctx.name)
-        if isinstance(v.ctx, AutocastModeVariable):
-            v.ctx.exit(tx)  # exit the block inside this graph; re-enter it natively (its exit then runs natively)
-            return _ReenteredAutocast(v.ctx)
-    return v
-
-
 def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
     from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
@@ -313,20 +248,20 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     if (getattr(getattr(v, "fn", None), "__module__", None) or "").startswith("torch"):
         return v  # PyTorch's own Python code runs as it is
     if isinstance(v, UserMethodVariable) and not hasattr(v.fn, "_minidynamo_disable"):
-        return _Loaded(ctx.wrapped(v.fn), v.obj, types.MethodType)
+        return LoadedObject(ctx.wrapped(v.fn), v.obj, types.MethodType)
     if isinstance(v, UserFunctionVariable) and not getattr(v.fn, "_minidynamo_disable", False) \
             and not getattr(v.fn, "_minidynamo_graph_break", False):
         if v.source is not None and (v.fn.__closure__ or v.fn.__defaults__ or v.fn.__kwdefaults__):
             # Guards check the callee's code, not its cells: wrap the object found at run time (a closure made
             # again on each call must run with its own cells, not with those of the first one traced).
-            return _Loaded(ctx, v, compiled_callee)
-        return _Loaded(ctx.wrapped(v.fn))
+            return LoadedObject(ctx, v, compiled_callee)
+        return LoadedObject(ctx.wrapped(v.fn))
     if isinstance(v, NestedUserFunctionVariable) and v.code.co_varnames[:1] != (".0",):
         # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
         # cannot be bound by name, so a comprehension runs natively)
-        return _Loaded(ctx, v, compiled_callee)
+        return LoadedObject(ctx, v, compiled_callee)
     if isinstance(v, NNModuleVariable) and not has_hooks(v.module) and not any_global_module_hooks():
-        return _Loaded(ctx.wrapped(type(v.module).forward), v, types.MethodType)
+        return LoadedObject(ctx.wrapped(type(v.module).forward), v, types.MethodType)
     return v
 
 
@@ -555,81 +490,6 @@ def virtual_after(inst, virtual: list[bool]) -> list[bool]:
     if bt.PY311 and inst.opname == "CALL":
         effect -= inst.arg
     return [k < len(virtual) and virtual[k] for k in range(len(virtual) + effect)]
-
-
-# [Note: exits when the native instruction raises]  A break inside ``with torch.no_grad():`` runs its native
-# instruction with grad disabled (the graph entered the block and did not leave it; the resume function leaves it
-# through the GradModeExit it receives).  Should that instruction raise, eager's ``with`` restores grad mode on the
-# way out; the transformed code did not, and the caller's process went on with grad disabled (the same for
-# autocast and record_function regions).  So the native instruction is covered by a handler that calls every
-# pending exit, innermost first, and re-raises (``emit_under_exit_guard``).
-def emit_under_exit_guard(tx, cg: PyCodegen, virtual: list[bool], run_native, continuations) -> None:
-    """Emit the native code of a break (``run_native()``) and then its continuations (``continuations()``, each
-    ending in a return), such that the ``with`` exits the break hands on run if the native code raises.
-
-    When the stack holds such exits (``exit_slots``), the native code is wrapped in a try block whose handler --
-    ``run_exits(...)``, then re-raise -- is emitted after the continuations, where only an exception reaches it.
-    """
-    exits = exit_slots(tx.stack, virtual)
-    if not exits:
-        run_native()
-        continuations()
-        return
-    try_begin = TryBegin(Label(), push_lasti=False, stack_depth=max(exits) + 1)
-    cg.append(try_begin)
-    run_native()
-    cg.append(TryEnd(try_begin))
-    continuations()
-    emit_exits_then_reraise(cg, try_begin, exits)
-
-
-def exit_slots(stack: list, virtual: list[bool]) -> list[int]:
-    """Real stack positions (NULLs never pushed do not count) of the ``with`` exits the break hands on."""
-    positions, real = [], 0
-    for v, is_virtual in zip(stack, virtual):
-        if is_virtual:
-            continue
-        if is_our_exit(v):
-            positions.append(real)
-        real += 1
-    return positions
-
-
-def emit_exits_then_reraise(cg: PyCodegen, try_begin: TryBegin, exits: list[int]) -> None:
-    """The handler: ``run_exits(exit_n, ..., exit_1)`` on the exits kept below the exception, then ``raise``."""
-    from .resume_execution import run_exits
-    cg.append(try_begin.target)
-    cg.load_const_object(run_exits, push_null=True)
-    size = try_begin.stack_depth + 3  # the kept stack, the exception, NULL and run_exits
-    for k, position in enumerate(sorted(exits, reverse=True)):
-        cg.append(Instr("COPY", size + k - position))
-    cg.call(len(exits))
-    cg.append(Instr("POP_TOP"), Instr("RERAISE", 0))
-
-
-# [Note: a break inside a user with block]  The exit guard above calls the exits of the regions the translator
-# understands (grad mode, autocast, record_function), which never swallow an exception.  A user context manager's
-# ``__exit__`` (a class's, or a ``@contextmanager``'s, whose ``finally`` and code after ``yield`` run there) must
-# see the exception the native instruction raised, and may swallow it, after which the code after the ``with``
-# block runs: before, the transformed code let it pass, and the exit never ran (a ``finally`` skipped; fuzz round
-# 12).  So a break inside such a block runs nothing natively: the resume function starts at the breaking
-# instruction, with the exit on its stack and the original exception table, and runs eagerly from there, as after
-# a break inside a try block ([Note: a break inside a try block]; upstream refuses a break under a context manager
-# it cannot re-enter and runs the whole frame eagerly).
-def inside_user_with_block(tx, inst) -> bool:
-    """Is ``inst`` inside a ``with`` block whose exit is not one of ours (see the Note above)?"""
-    return any(k < len(tx.stack) and not is_our_exit(tx.stack[k])
-               for k in with_exit_positions(tx.output.f_code, inst.offset))
-
-
-def is_our_exit(v) -> bool:
-    """The exit of a region the translator understands: traced (``WithExitFunctionVariable``), or, in a resume
-    function, the exit the transformed code handed on (a ``GradModeExit`` on its stack: fuzz round 12 found a
-    native call that raised there leave grad mode off)."""
-    from .resume_execution import AutocastExit, GradModeExit, RecordFunctionExit
-    from .variables import WithExitFunctionVariable
-    return isinstance(v, WithExitFunctionVariable) or \
-        isinstance(getattr(v, "value", None), (GradModeExit, AutocastExit, RecordFunctionExit))
 
 
 def call_start(tx, inst) -> int:
