@@ -543,7 +543,7 @@ class CudaGraphRunner:
     def __init__(self, call, example_inputs: list, mutated: frozenset[int] = frozenset()) -> None:
         self.call = call
         self.mutated = mutated
-        self.static_inputs = [x if is_static_input(x) else x.clone() if isinstance(x, torch.Tensor) else x
+        self.static_inputs = [x if is_static_input(x) else copy_with_layout(x) if isinstance(x, torch.Tensor) else x
                               for x in example_inputs]
         self.in_place = [k for k, x in enumerate(example_inputs) if is_static_input(x)]  # recorded on the real one
         warm_up = [x.clone() if k in mutated and k in self.in_place else x for k, x in enumerate(self.static_inputs)]
@@ -555,7 +555,16 @@ class CudaGraphRunner:
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.static_outputs = self.call(list(self.static_inputs))
+            outputs = self.call(list(self.static_inputs))
+        # [Note: replayed views are detached]  An output that is a view (``reinterpret_tensor`` of a buffer) was
+        # made here under no_grad (inside an ``autograd.Function``'s forward): a view autograd marks "created in
+        # no_grad mode".  Each replay bumps its version ([Note: replayed outputs are new values]), and autograd
+        # refuses such a view once its version moved: saved for a backward, unpacking it raised "A view was
+        # created in no_grad mode and its base ... has been modified inplace" (the tutorial MoE trained under
+        # reduce-overhead, once the partitioner saved a view of a buffer).  ``detach()`` aliases the same memory
+        # and version counter without being an autograd view, as a kernel's fresh output is not.
+        self.static_outputs = type(outputs)(o.detach() if isinstance(o, torch.Tensor) and o._base is not None
+                                            else o for o in outputs)
         for out in self.static_outputs:  # [Note: replayed outputs as static inputs]
             if isinstance(out, torch.Tensor):
                 out._mininductor_cudagraph_output = True
@@ -581,6 +590,23 @@ class CudaGraphRunner:
         # [Note: replayed outputs are new values]
         torch.autograd.graph.increment_version([o for o in self.static_outputs if isinstance(o, torch.Tensor)])
         return self.static_outputs
+
+
+def copy_with_layout(x: torch.Tensor) -> torch.Tensor:
+    """A copy of ``x`` with its sizes, strides and storage offset, for a CUDA graph's static input.
+
+    The graph was compiled for ``x``'s layout: ``clone()`` makes a view with gaps contiguous and drops its storage
+    offset, and the recorded kernels (an ``as_strided`` of the input above all, which indexes the storage) then
+    read the wrong elements -- wrong values under ``mode="reduce-overhead"`` only.  A tensor whose elements
+    overlap (an ``expand``) cannot be copied into element by element; it keeps ``clone()``."""
+    from ._aot_autograd.functional_utils import _no_overlap
+    if x.numel() == 0 or not _no_overlap(x):
+        return x.clone()
+    extent = x.storage_offset() + sum((size - 1) * stride for size, stride in zip(x.shape, x.stride())) + 1
+    storage = torch.empty(extent, dtype=x.dtype, device=x.device)
+    # detached: an alias of the storage that autograd does not track as a view (see [Note: replayed views are
+    # detached])
+    return storage.as_strided(x.shape, x.stride(), x.storage_offset()).detach().copy_(x)
 
 
 def is_static_input(x) -> bool:

@@ -349,13 +349,15 @@ class TritonOverrides:
         return self._fmin_fmax("fmin", a, b)
 
     def _fmin_fmax(self, name: str, a: str, b: str) -> str:
-        """Compiled for the GPU, CUDA's own ``fmax``/``fmin`` (eager's CUDA kernel calls them; they order -0.0
-        below +0.0); interpreted, the formula in ``BINARY``, eager's CPU answer (two zeros: the first)."""
+        """Compiled for the GPU, ``tl.maximum``/``tl.minimum`` without NaN propagation: LLVM's ``maxnum``, the
+        PTX ``max.f32`` that CUDA's ``fmaxf`` (eager's CUDA kernel) compiles to (libdevice has no ``fmax`` in
+        Triton 3.6); interpreted, where ``tl.maximum`` is NumPy's NaN-propagating one, the formula in ``BINARY``,
+        eager's CPU answer (of two zeros, the first)."""
         fmt, kind = BINARY[name]
         dtype = self._result(kind, a, b)
         if self.interpret or not dtype.is_floating_point:
             return self._emit(fmt.format(a, b), dtype)
-        return self._libdevice(name, a, b)
+        return self._emit(f"tl.{'maximum' if name == 'fmax' else 'minimum'}({a}, {b})", dtype)
 
     def maximum(self, a: str, b: str) -> str:
         return self._min_max("maximum", a, b)

@@ -293,6 +293,38 @@ def test_a_graph_is_recorded_on_the_outputs_of_the_graph_before():
     assert minidynamo.counters["stats"]["unique_graphs"] == 2
 
 
+def test_a_static_input_copy_keeps_the_layout_the_graph_was_compiled_for():
+    """[copy_with_layout in runtime.py]  A CUDA graph's copy of an input with gaps, or at a storage offset, keeps
+    its strides and offset (``clone()`` made it contiguous, and an ``as_strided`` recorded in the graph then read
+    the wrong elements: wrong values under reduce-overhead only); an expanded input keeps ``clone()``."""
+    from mininductor.runtime import copy_with_layout
+    base = torch.randn(5, 7, 10)
+    for x in (base[:, :, 0], base[1:], base.transpose(0, 2), base[:, ::2]):
+        copy = copy_with_layout(x)
+        assert (copy.stride(), copy.storage_offset()) == (x.stride(), x.storage_offset()) and torch.equal(copy, x)
+        assert copy._base is None and copy.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    expanded = torch.randn(3).expand(4, 3)
+    assert torch.equal(copy_with_layout(expanded), expanded)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs need a GPU (MININDUCTOR_TEST_DEVICE=cuda)")
+def test_reduce_overhead_reads_an_as_strided_input_window_as_eager():
+    """The graph reads its input through ``as_strided`` (the storage, with the input's strides and offset):
+    replayed on a static copy that kept them, it equals eager at every call."""
+    import minidynamo
+    minidynamo.reset()
+
+    def f(x):
+        return (x.t() + 1).as_strided((7, 6), (1, 7)) * 2, x.as_strided((3, 4), (7, 2), x.storage_offset() + 1)
+
+    compiled = minidynamo.minicompile(f, mode="reduce-overhead")
+    base = torch.randn(6, 9, 3, device=DEVICE)
+    for step in range(3):
+        x = (base + step)[:, 1:8, 0]
+        assert_same(compiled(x), f(x))
+    assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+
+
 def test_phase_times_add_up_without_counting_nested_phases_twice():
     import time
     metrics.reset()

@@ -91,9 +91,9 @@ def test_nan_semantics_match_eager():
 
 def test_fmax_fmin_ignore_a_nan_operand():
     """``fmax``/``fmin`` return the other operand where one is NaN (NaN only where both are), unlike
-    ``maximum``. Of two zeros eager's CPU kernel returns the first, its CUDA kernel (CUDA's ``fmaxf``) +0.0 for
-    fmax and -0.0 for fmin: compiled for the GPU we call libdevice's, interpreted the formula in ``BINARY``, so
-    ``1 / fmax`` compares the zeros' signs. Integers and bools are a plain maximum. They fell back to ATen before
+    ``maximum``. Of two zeros eager's CPU kernel returns the first, its CUDA kernel whatever CUDA's ``fmaxf``
+    (PTX ``max.f32``) does: compiled for the GPU we emit that instruction (``tl.maximum`` without NaN
+    propagation), interpreted the formula in ``BINARY``; ``1 / fmax`` compares the zeros' signs. Integers and bools are a plain maximum. They fell back to ATen before
     (found by a lowering fuzz)."""
     x = torch.tensor([0.0, -0.0, float("nan"), 1.0, float("nan"), 2.0, -3.0, float("inf"), -0.0])
     y = torch.tensor([-0.0, 0.0, 1.0, float("nan"), float("nan"), 2.0, 5.0, float("nan"), -0.0])
