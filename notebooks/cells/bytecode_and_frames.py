@@ -50,7 +50,10 @@ print("jit.trace :", traced(neg, y0), " <- the branch was frozen")"""),
         md("""
 Bytecode translation reads the `POP_JUMP_IF_FALSE`, sees that its condition is a tensor's *value*, and breaks the
 graph there: the condition is computed by graph 0, the jump runs in real Python, and a resume function continues
-with whichever branch was taken."""),
+with whichever branch was taken. In the transformed code below, `___const_type_0` (the `Continuation` class) and
+`___const_CompileContext_1` are objects the translator stashed in `toy`'s globals, numbered in the order they were
+stashed; each branch returns `Continuation(context, __resume_at_<offset>, a)` and the wrapper calls that resume
+function next (chapter 4)."""),
         code("""
 compiled = minicompile(toy, backend="eager")
 print("minicompile:", compiled(neg, y0))

@@ -31,7 +31,7 @@ print(inspect.getsource(toy))"""),
 
 1. The first translation reaches `POP_JUMP_IF_FALSE` on a `TensorVariable`; `truth()` raises `Unsupported`.
 2. `convert_frame` restarts translation with `break_offset` set. At that instruction `compile_and_break` compiles the
-   graph so far, emits code that calls it, runs the jump natively, and calls `__resume_at_<offset>`.
+   graph so far, emits code that calls it, runs the jump natively, and hands on to `__resume_at_<offset>`.
 3. The resume function is new bytecode made from the original: it receives the live locals and the stack, jumps
    to the target, and is itself compiled when first called (translation 2)."""),
         code("""
@@ -44,7 +44,12 @@ for s in st.breaks():
 report = explain(toy)(x, y)
 print(report)
 viz.draw_break_map(toy, report)"""),
-        md("The transformed bytecode, and the resume function it calls:"),
+        md("""
+The transformed bytecode, and the resume function it calls. Each branch builds a `Continuation` (`___const_type_0`
+is that class) from the compile context and `__resume_at_<offset>`, and *returns* it; the wrapper then calls the
+resume function. Objects the code needs are stashed in the globals of `toy`'s module under numbered names, in the
+order they were stashed: `___const_CompileContext_3` is the third compile context there, because `step_through`
+and `explain` above each compiled `toy` once already."""),
         code("""
 compiled = minicompile(toy, backend="eager")
 compiled(x, y)

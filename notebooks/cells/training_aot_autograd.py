@@ -48,7 +48,12 @@ print("\\n".join(joint.splitlines()[:16]), "\\n    ...")  # the forward half; th
 The partitioner (`mininductor/partitioners.py`) cuts the joint graph in two. What crosses the cut, from forward to
 backward, are the **saved tensors**. The min-cut partitioner prices each candidate by its bytes and lets the
 backward *recompute* cheap pointwise ops instead of saving them. In the picture: blue runs in the forward graph,
-orange in the backward, green in both (recomputed), and the saved tensors have a red outline."""),
+orange in the backward, green in both (recomputed), and the saved tensors have a red outline.
+
+One rule of ours that upstream lacks: a tensor of the caller (a graph input, or a view of one) is saved only where
+eager's autograd saves it too. Here the caller's tensors that are saved are the input `primals_1` and `permute_1`,
+the second weight's transpose that its matmul's backward reads, rather than the weight `primals_4` itself
+(chapter 9)."""),
         code("print(g.stats)\niviz.draw_partition(g)"),
         md("The two graphs the cut produced. The forward returns the loss, then the saved tensors; the backward "
            "takes the saved tensors and the tangent, and starts by recomputing the GELU from `addmm`:"),
@@ -91,7 +96,9 @@ print("gradients match eager; kernels, forward + backward:", metrics.generated_k
 
 A graph that mutates an input is *functionalized*: `seen.add_(1)` becomes `add = seen + 1`, the graph returns
 `add` as an extra output, and the runtime copies it back into `seen` after the graph ran. The graphs stay pure
-functions, and `mutated_inputs` lists which inputs get a copy-back."""),
+functions, and `mutated_inputs` lists which inputs get a copy-back. Below, the forward returns `add` twice: after
+the loss as `seen`'s new value, and again as the one tensor saved for the backward (`w`'s gradient is the updated
+`seen`, which is also what eager saves)."""),
         code("""
 def count_calls(w, seen):
     seen.add_(1)
