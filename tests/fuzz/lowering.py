@@ -1,0 +1,297 @@
+"""Differential fuzzing of mininductor's lowerings: random small programs, compiled against eager PyTorch.
+
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT            # inference: values, dtypes, shapes
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad     # training: values and input gradients
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --zero     # sizes of 0 and 1 more often
+
+Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (the fifteenth session ran 2,500
+inference and 1,200 gradient programs, about 0.1 s each on a CPU, through Triton's interpreter). Each seed is a
+program: one to three inputs (float16/bfloat16/float32/float64, integers, bool; broadcast, column-major, with gaps,
+sometimes holding NaN, infinities and signed zeros) and one to six steps drawn from unary, binary, reduction, scan and
+view ops. A program eager refuses is skipped; every other one must give eager's results. A mismatch or an error is
+printed with its seed and steps; rerun one seed with ``SEED 1`` to look at it. The last line counts programs and
+the ATen ops that fell back (no lowering: correct, but not compiled).
+
+Known differences that are not bugs, left out of the op lists or the comparison: the sign bit of a NaN
+(``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third way);
+eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value and its vectorised ``gelu(inf)`` is NaN,
+where we return the finite (or infinite) answer; ill-conditioned chains (``sin`` of a ``expm1`` of 1e5) amplify
+one-ulp differences; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but runs without complaint
+on an empty tensor, where our trace refuses it always.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+import minidynamo
+from mininductor import metrics
+from tests.mininductor.utils import _clone, assert_same, compile_fn
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+INTS = [torch.int32, torch.int64, torch.int8, torch.uint8, torch.int16]
+UNARY = ["sin", "cos", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "neg", "floor", "ceil", "round",
+         "trunc", "reciprocal", "exp2", "expm1", "log1p", "log2", "erf", "relu", "sign", "frac", "square", "atan",
+         "asin", "acos", "sinh", "cosh", "asinh", "atanh", "lgamma", "isnan", "isinf", "isfinite", "logical_not",
+         "gelu", "silu", "softplus", "hardtanh", "leaky_relu", "elu", "nan_to_num", "digamma", "erfc", "erfinv",
+         "log10", "hardsigmoid", "hardswish", "mish", "logit", "sgn", "deg2rad", "bitwise_not"]
+BINARY = ["add", "sub", "mul", "div", "div_floor", "div_trunc", "remainder", "fmod", "pow", "maximum", "minimum",
+          "fmax", "fmin", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "hypot", "where", "lerp", "xlogy", "lshift",
+          "rshift", "clamp_t", "addcmul", "nextafter", "heaviside"]
+REDUCTIONS = ["sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "logsumexp", "softmax",
+              "log_softmax", "any", "all", "max_dim", "min_dim", "norm", "cumsum", "cumprod", "sum_dtype",
+              "count_nonzero", "aminmax", "nansum", "var_mean"]
+VIEWS = ["t", "slice", "unsqueeze", "expand", "flip", "permute", "reshape", "cat", "stack", "narrow", "select",
+         "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather"]
+# Ops without a derivative, or whose derivative is not defined where random inputs land (kinks, poles, domains):
+# the --grad programs leave them out.
+NOT_DIFFERENTIABLE = {
+    "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite", "logical_not", "sgn", "bitwise_not",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "lshift", "rshift", "div_floor", "div_trunc", "floor_divide", "argmax", "argmin", "any", "all",
+    "count_nonzero", "nextafter", "heaviside", "min_dim", "frac", "remainder", "fmod", "digamma", "lgamma", "erfinv",
+    "logit", "atanh", "asin", "acos", "hardtanh", "hardsigmoid", "hardswish", "relu", "leaky_relu", "nan_to_num",
+    "cumprod", "prod", "amax", "amin", "aminmax", "maximum", "minimum", "fmax", "fmin", "max_dim", "clamp_t",
+    "xlogy", "pow", "rsqrt", "sqrt", "log", "log2", "log10", "reciprocal", "div", "std", "norm", "atan2", "hypot",
+    "index_select", "gather"}
+
+
+# ------------------------------------------------------------------------------------------------ the ops
+def unary(name: str, x: torch.Tensor) -> torch.Tensor:
+    F = torch.nn.functional
+    functional = {"gelu": F.gelu, "silu": F.silu, "softplus": F.softplus, "hardtanh": F.hardtanh,
+                  "leaky_relu": F.leaky_relu, "elu": F.elu, "hardsigmoid": F.hardsigmoid,
+                  "hardswish": F.hardswish, "mish": F.mish}
+    return functional[name](x) if name in functional else getattr(torch, name)(x)
+
+
+def binary(name: str, a, b) -> torch.Tensor:
+    special = {
+        "div_floor": lambda: torch.div(a, b, rounding_mode="floor"),
+        "div_trunc": lambda: torch.div(a, b, rounding_mode="trunc"),
+        "where": lambda: torch.where(a > 0, a, b),
+        "lerp": lambda: torch.lerp(a, b, 0.3),
+        "lshift": lambda: a << b,
+        "rshift": lambda: a >> b,
+        "clamp_t": lambda: torch.clamp(a, min=b),
+        "addcmul": lambda: torch.addcmul(a, a, b, value=0.5),
+    }
+    return special[name]() if name in special else getattr(torch, name)(a, b)
+
+
+def reduction(name: str, x: torch.Tensor, dim: int, keepdim: bool) -> torch.Tensor:
+    wide = torch.float64 if x.dtype.is_floating_point else torch.int64
+    special = {
+        "max_dim": lambda: torch.max(x, dim, keepdim=keepdim)[0],
+        "min_dim": lambda: torch.min(x, dim, keepdim=keepdim)[1],
+        "softmax": lambda: torch.softmax(x, dim),
+        "log_softmax": lambda: torch.log_softmax(x, dim),
+        "cumsum": lambda: torch.cumsum(x, dim),
+        "cumprod": lambda: torch.cumprod(x, dim),
+        "sum_dtype": lambda: torch.sum(x, dim, dtype=wide),
+        "count_nonzero": lambda: torch.count_nonzero(x, dim),
+        "aminmax": lambda: torch.aminmax(x, dim=dim, keepdim=keepdim)[0],
+        "norm": lambda: torch.linalg.vector_norm(x, 2, dim, keepdim=keepdim),
+        "var_mean": lambda: torch.var_mean(x, dim, keepdim=keepdim, correction=0)[0],
+    }
+    return special[name]() if name in special else getattr(torch, name)(x, dim, keepdim=keepdim)
+
+
+def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
+    d = r % x.dim()
+    views = {
+        "t": lambda: x.transpose(0, -1),
+        "slice": lambda: x[..., 1::2] if x.shape[-1] > 1 else x,
+        "unsqueeze": lambda: x.unsqueeze(d),
+        "expand": lambda: x.unsqueeze(0).expand(3, *x.shape),
+        "flip": lambda: x.flip(d),
+        "permute": lambda: x.permute(*reversed(range(x.dim()))),
+        "reshape": lambda: x.reshape(-1),
+        "cat": lambda: torch.cat([x, x * 2], d),
+        "stack": lambda: torch.stack([x, x], d),
+        "narrow": lambda: x.narrow(d, 0, max(1, x.shape[d] // 2)),
+        "select": lambda: x.select(d, x.shape[d] - 1),
+        "roll": lambda: torch.roll(x, 1, d),
+        "repeat": lambda: x.repeat(2, *[1] * (x.dim() - 1)),
+        "pad": lambda: torch.nn.functional.pad(x, (1, 2), value=3) if x.dtype != torch.bool else x,
+        "diag": lambda: torch.diagonal(x, 0, 0, -1) if x.dim() >= 2 else x,
+        "tril": lambda: torch.tril(x) if x.dim() >= 2 else x,
+        "transpose_contig": lambda: x.transpose(0, -1).contiguous(),
+        "index_select": lambda: x.index_select(d, torch.tensor([x.shape[d] - 1, 0, 0]) % max(x.shape[d], 1)),
+        "gather": lambda: torch.gather(x, d, torch.arange(x.numel()).reshape(x.shape) * 7 % max(x.shape[d], 1)),
+    }
+    return views[name]()
+
+
+# ------------------------------------------------------------------------------------------------ programs
+def make_input(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    if dtype.is_floating_point:
+        t = torch.randn(shape, dtype=torch.float64) * rng.choice([1, 3, 100])
+        if rng.random() < 0.15 and t.numel():
+            flat = t.view(-1)
+            for _ in range(max(1, flat.numel() // 8)):
+                flat[rng.randrange(flat.numel())] = rng.choice(
+                    [0.0, float("nan"), float("inf"), -float("inf"), -0.0, 1e-30])
+        t = t.to(dtype)
+    elif dtype == torch.bool:
+        t = torch.rand(shape) < 0.5
+    else:
+        t = torch.randint(0, 50, shape, dtype=dtype) if dtype == torch.uint8 else \
+            torch.randint(-20, 20, shape, dtype=dtype)
+    layout = rng.random()
+    if layout < 0.2 and t.dim() >= 2:
+        return t.transpose(0, 1).contiguous().transpose(0, 1)  # column-major
+    if layout < 0.35:  # every other element of a bigger tensor: gaps
+        window = tuple(slice(0, None, 2) for _ in shape)
+        big = torch.zeros([s * 2 for s in shape], dtype=t.dtype)
+        big[window] = t
+        return big[window]
+    return t
+
+
+def generate(seed: int, grad: bool, zero: bool) -> tuple[list[torch.Tensor], list[tuple]]:
+    """A program: its inputs and its steps (each names an op and which earlier values it reads)."""
+    rng = random.Random(seed)
+    ndim = rng.choice([1, 2, 2, 3])
+    sizes = [0, 1, 2, 3, 5, 8] if zero else [1, 2, 3, 5, 8, 17, 33]
+    long_rows = [130, 1025] if ndim < 3 and rng.random() < 0.3 and not grad else []
+    shape = [rng.choice(sizes + long_rows) for _ in range(ndim)]
+    dtypes = [torch.float32, torch.float64] if grad else FLOATS * 3 + INTS + [torch.bool]
+    dtype = rng.choice(dtypes)
+    inputs = []
+    for _ in range(rng.choice([1, 2, 3])):
+        s = [1 if rng.random() < 0.4 else d for d in shape] if rng.random() < 0.3 else list(shape)
+        inputs.append(make_input(rng, s, dtype if grad or rng.random() < 0.7 else rng.choice(dtypes)))
+    allowed = (lambda names: [n for n in names if n not in NOT_DIFFERENTIABLE]) if grad else list
+    steps = []
+    for _ in range(rng.randint(1, 6)):
+        r = rng.random()
+        if r < 0.35:
+            steps.append(("unary", rng.choice(allowed(UNARY)), rng.randrange(100)))
+        elif r < 0.7:
+            scalar = rng.choice([2, -3, 0.5, -1.5, 7] + ([] if grad else [0]))
+            steps.append(("binary", rng.choice(allowed(BINARY)), rng.randrange(100), rng.randrange(100),
+                          rng.random() < 0.2, scalar))
+        elif r < 0.85:
+            steps.append(("reduction", rng.choice(allowed(REDUCTIONS)), rng.randrange(100), rng.randrange(4),
+                          rng.random() < 0.5))
+        else:
+            steps.append(("view", rng.choice(allowed(VIEWS)), rng.randrange(100), rng.randrange(1000)))
+    return inputs, steps
+
+
+def run_steps(steps: list[tuple], inputs) -> tuple[torch.Tensor, ...]:
+    """The program itself: what both eager and the compiler run. Returns its last one or two values."""
+    values = list(inputs)
+    for kind, name, *args in steps:
+        x = values[args[0] % len(values)]
+        if kind == "unary":
+            values.append(unary(name, x))
+        elif kind == "binary":
+            values.append(binary(name, x, args[3] if args[2] else values[args[1] % len(values)]))
+        elif x.dim() == 0:
+            raise RuntimeError("a 0-d tensor has no dim to reduce or view along")  # eager refuses: skipped
+        elif kind == "reduction":
+            dim = args[1] % x.dim() - (x.dim() if args[1] % 2 else 0)  # negative dims too
+            values.append(reduction(name, x, dim, args[2]))
+        else:
+            values.append(view(name, x, args[1]))
+    made = min(len(values) - len(inputs), 2)
+    return tuple(values[-made:]) if made else (values[-1] * 1,)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def check_inference(seed: int, inputs, steps) -> str | None:
+    """None when the compiled program equals eager (or eager refuses it), else what went wrong."""
+    fn = lambda *xs: run_steps(steps, xs)
+    try:
+        expected = fn(*[_clone(a) for a in inputs])
+    except Exception:  # noqa: BLE001 -- eager refuses: not a program to compare
+        return "skip"
+    try:
+        actual = compile_fn(fn, *[_clone(a) for a in inputs])(*[_clone(a) for a in inputs])
+    except Exception as e:  # noqa: BLE001
+        return f"ERROR {type(e).__name__}: {str(e)[:300]}"
+    tol = max({torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(a.dtype, 1e-4) for a in inputs)
+    try:
+        assert_same(actual, expected, atol=tol, rtol=tol)
+    except AssertionError as e:
+        return f"MISMATCH {str(e)[:400]}"
+    return None
+
+
+def _values_and_grads(fn, inputs, seed: int):
+    xs = [_clone(a).requires_grad_(k < 2) for k, a in enumerate(inputs)]  # the third input needs no gradient
+    outs = fn(*xs)
+    g = torch.Generator().manual_seed(seed)
+    terms = [(o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum() for o in outs if o.requires_grad]
+    if terms:
+        sum(terms).backward()
+    return [o.detach() for o in outs], [x.grad for x in xs]
+
+
+def check_grad(seed: int, inputs, steps) -> str | None:
+    """Values and input gradients through ``minicompile`` (AOTAutograd + mininductor), then a second call with the
+    first dim doubled (a recompile, automatic dynamic shapes)."""
+    fn = lambda *xs: run_steps(steps, xs)
+    tol = 1e-3 if inputs[0].dtype == torch.float32 else 1e-6
+    minidynamo.reset()
+    compiled = minidynamo.minicompile(fn, backend="inductor")
+    for call in range(2):
+        if call:
+            inputs = [torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
+        try:
+            expected = _values_and_grads(fn, inputs, seed)
+        except Exception:  # noqa: BLE001
+            return "skip"
+        flat = [t for part in expected for t in part if t is not None]
+        if any(t.is_floating_point() and not torch.isfinite(t).all() for t in flat):
+            return "skip"  # an overflow or a pole: the comparison would say nothing
+        try:
+            actual = _values_and_grads(compiled, inputs, seed)
+        except Exception as e:  # noqa: BLE001
+            return f"ERROR call {call} {type(e).__name__}: {str(e)[:300]}"
+        for ours, theirs in zip(actual, expected):
+            for a, e in zip(ours, theirs):
+                if (a is None) != (e is None) or a is not None and not (
+                        a.shape == e.shape and torch.allclose(a, e, atol=tol, rtol=tol, equal_nan=True)):
+                    return f"MISMATCH call {call}"
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("seed", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("--grad", action="store_true", help="training: values and input gradients")
+    parser.add_argument("--zero", action="store_true", help="sizes of 0 and 1 more often")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    counts = {"ok": 0, "skipped": 0, "bad": 0}
+    fallbacks: dict[str, int] = {}
+    for seed in range(args.seed, args.seed + args.count):
+        inputs, steps = generate(seed, args.grad, args.zero)
+        metrics.reset()
+        verdict = (check_grad if args.grad else check_inference)(seed, inputs, steps)
+        for op in metrics.fallback_ops:
+            fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
+        if verdict is None:
+            counts["ok"] += 1
+        elif verdict == "skip":
+            counts["skipped"] += 1
+        else:
+            counts["bad"] += 1
+            layouts = [(tuple(a.shape), a.dtype, a.stride()) for a in inputs]
+            print(f"seed {seed}: {verdict}\n  steps {steps}\n  inputs {layouts}", flush=True)
+    print(counts, "fallbacks:", sorted(fallbacks.items(), key=lambda kv: -kv[1]))
+
+
+if __name__ == "__main__":
+    main()
