@@ -599,8 +599,8 @@ def copy_with_layout(x: torch.Tensor) -> torch.Tensor:
     offset, and the recorded kernels (an ``as_strided`` of the input above all, which indexes the storage) then
     read the wrong elements -- wrong values under ``mode="reduce-overhead"`` only.  A tensor whose elements
     overlap (an ``expand``) cannot be copied into element by element; it keeps ``clone()``."""
-    from ._aot_autograd.functional_utils import _no_overlap
-    if x.numel() == 0 or not _no_overlap(x):
+    from ._aot_autograd.functional_utils import no_overlap
+    if x.numel() == 0 or not no_overlap(x):
         return x.clone()
     extent = x.storage_offset() + sum((size - 1) * stride for size, stride in zip(x.shape, x.stride())) + 1
     storage = torch.empty(extent, dtype=x.dtype, device=x.device)

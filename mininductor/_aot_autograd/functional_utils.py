@@ -50,7 +50,7 @@ def _grad_clone(t: torch.Tensor) -> torch.Tensor:
     read mininductor's dense one wrongly); its ``copy_`` counts as a mutation, which ``collect_metadata``
     discounts.  Upstream clones with ``t.clone()`` (``maybe_to_fresh_input``)."""
     with torch.enable_grad():
-        if is_non_overlapping_and_dense_or_false(t) or not _no_overlap(t):  # (an ``expand``ed input: a copy)
+        if is_non_overlapping_and_dense_or_false(t) or not no_overlap(t):  # (an ``expand``ed input: a copy)
             return t.clone()
         extent = 1 + sum((n - 1) * st for n, st in zip(t.size(), t.stride()))
         clone = t.new_empty(extent).as_strided(t.size(), t.stride())
@@ -64,12 +64,12 @@ def clone_keeping_strides(t: torch.Tensor) -> torch.Tensor:
     runtime passes it with the strides (3, 2) it was compiled for, and wrote garbage back into ``c``.  (An
     ``expand``ed tensor has no copy with its strides: its contiguous clone holds the same values where a reader
     with stride 0 looks.)"""
-    if is_non_overlapping_and_dense_or_false(t) or not _no_overlap(t):
+    if is_non_overlapping_and_dense_or_false(t) or not no_overlap(t):
         return t.clone()
     return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
 
 
-def _no_overlap(t: torch.Tensor) -> bool:
+def no_overlap(t: torch.Tensor) -> bool:
     """No two elements of ``t`` share memory: with its dims in order of stride, each stride passes the reach of
     the smaller ones.  (Sufficient, not necessary; ``torch._debug_has_internal_overlap`` gives up on most views.)"""
     reach = 0

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from .functional_utils import _no_overlap, clone_keeping_strides
+from .functional_utils import clone_keeping_strides, no_overlap
 from .schemas import ViewAndMutationMeta
 
 
@@ -205,7 +205,7 @@ def _storage_key(t: torch.Tensor) -> int:
 def _disjoint_views(views: list[torch.Tensor]) -> bool:
     """Views of one contiguous base that share no element, within or between them (sufficient: the memory spans
     of different views do not meet)."""
-    if not all(v._base is views[0]._base and v._base.is_contiguous() and _no_overlap(v) for v in views):
+    if not all(v._base is views[0]._base and v._base.is_contiguous() and no_overlap(v) for v in views):
         return False
     spans = sorted((v.storage_offset(), v.storage_offset() + sum(st * (sz - 1) for sz, st in zip(v.size(), v.stride())))
                    for v in views if v.numel())
@@ -230,7 +230,7 @@ class OutputAliasPlan:
         plan = OutputAliasPlan({}, [])
         inputs = {_storage_key(a): i for i, a in enumerate(args)
                   if isinstance(a, torch.Tensor) and a.requires_grad and i not in meta.mutated_inputs
-                  and _no_overlap(a)}
+                  and no_overlap(a)}
         plain = {_storage_key(o): j for j, (o, rg) in enumerate(zip(outs, requires_grad))
                  if rg and not o._is_view()}
         by_storage = collections.defaultdict(list)
@@ -253,7 +253,7 @@ class OutputAliasPlan:
             if ptr in inputs:  # the input the graph made it from (several may share the storage)
                 i = meta.output_of_input.get(k, inputs[ptr])
                 if _storage_key(args[i]) == ptr and args[i].requires_grad and i not in meta.mutated_inputs \
-                        and _no_overlap(args[i]) and k not in meta.cut_from_input:
+                        and no_overlap(args[i]) and k not in meta.cut_from_input:
                     plan.views[k] = ("input", i, geometry)
             elif ptr in plain:
                 plan.views[k] = ("output", plain[ptr], geometry)
