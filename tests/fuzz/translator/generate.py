@@ -87,6 +87,10 @@ class Point:
 
 
 class Gen(BaseGen):
+    PRELUDE = PRELUDE
+    GLOBALS = "GC, GV"
+    RETURNS = (*BaseGen.RETURNS, "return {'t': t, 'acc': acc, 'gv': GV}", "return [t, NET.count], acc")
+
     def tensor_stmt(self):
         if self.r.random() < 0.35:
             return self.choice([
@@ -263,20 +267,6 @@ class Gen(BaseGen):
             "gs = gen_from(t)\nacc += next(gs) + next(gs)",
             "acc += sum(v for v in gen_fin(3) if v)",
         ]))
-
-    def program(self):
-        grad = self.r.choice([0, 1, 1, 2])
-        self.emit("global GC, GV")
-        self.emit("acc = 0")
-        self.emit("s = set()")
-        self.emit("t = x * 1")
-        self.block(self.r.randint(3, 7))
-        self.emit(self.choice(["return t, acc", "return t, acc, sorted(s)", "return t + y, acc, len(lst)",
-                               "return (t * 2).sum(), acc", "return t, t.view(-1), acc", "return y, t, acc",
-                               "return y[1:], t * y, acc", "return {'t': t, 'acc': acc, 'gv': GV}",
-                               "return [t, NET.count], acc"]))
-        src = PRELUDE + "\n\ndef f(x, y, lst, d, obj, n):\n" + "\n".join(self.lines) + "\n"
-        return src, grad
 
 
 def generate(seed):

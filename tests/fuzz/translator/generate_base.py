@@ -146,6 +146,14 @@ MISSING_MSG = ["missing", "zz", "nope"]
 
 
 class Gen:
+    # what a program's prelude defines, which module globals it declares, and how it may return (a subclass
+    # extends these; ``program`` is the same for every round, so a seed gives the same program as before)
+    PRELUDE = PRELUDE
+    GLOBALS = "GC"
+    RETURNS = ("return t, acc", "return t, acc, sorted(s)", "return t + y, acc, len(lst)",
+               "return (t * 2).sum(), acc", "return t, t.view(-1), acc", "return y, t, acc",
+               "return y[1:], t * y, acc")
+
     def __init__(self, seed):
         self.r = random.Random(seed)
         self.ind = 1
@@ -473,15 +481,13 @@ class Gen:
 
     def program(self):
         grad = self.r.choice([0, 1, 1, 2])
-        self.emit("global GC")
+        self.emit(f"global {self.GLOBALS}")
         self.emit("acc = 0")
         self.emit("s = set()")
         self.emit("t = x * 1")
         self.block(self.r.randint(3, 7))
-        self.emit(self.choice(["return t, acc", "return t, acc, sorted(s)", "return t + y, acc, len(lst)",
-                               "return (t * 2).sum(), acc", "return t, t.view(-1), acc", "return y, t, acc",
-                               "return y[1:], t * y, acc"]))
-        src = PRELUDE + "\n\ndef f(x, y, lst, d, obj, n):\n" + "\n".join(self.lines) + "\n"
+        self.emit(self.choice(list(self.RETURNS)))
+        src = self.PRELUDE + "\n\ndef f(x, y, lst, d, obj, n):\n" + "\n".join(self.lines) + "\n"
         return src, grad
 
 
