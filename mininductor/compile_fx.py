@@ -30,9 +30,10 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
+from .cudagraphs import CudaGraphRunner, is_static_input
 from .decomposition import EagerFunctions, select_decomp_table
 from .graph import GraphLowering
-from .runtime import CudaGraphRunner, is_static_input, load_module, unflattener
+from .runtime import load_module, unflattener
 from .scheduler import Scheduler
 from .specialize import (
     IntsAsTensors,
@@ -72,7 +73,7 @@ class CompiledGraph:
         [Note: one recording per shape and per set of parameters]  A CUDA graph replays fixed sizes and fixed
         addresses.  So a symbolic graph gets one recording per size signature, as upstream's cudagraph trees do,
         up to ``config.cudagraph_max_shapes`` signatures.  And parameters are recorded in place, never copied
-        ([Note: static inputs] in runtime.py): a graph shared by several modules -- the tutorial MoE's loop body
+        ([Note: static inputs] in cudagraphs.py): a graph shared by several modules -- the tutorial MoE's loop body
         runs every expert's weights through one compiled graph -- gets one recording per module's parameters,
         keyed by their addresses, up to ``config.cudagraph_max_static_variants`` per signature.  Past either
         limit, calls run without a graph, with the same results."""
@@ -129,7 +130,7 @@ def _compiled_graph(aten_gm, example_inputs, graph, source, module) -> CompiledG
     out_node = next(n for n in aten_gm.graph.nodes if n.op == "output")
     _, spec = pytree.tree_flatten(_plain_containers(out_node.args[0]))
     # inputs the graph changes: copied back at its end, or written in place by a scatter (reinplace.py) -- a CUDA
-    # graph replays on its own copies of the inputs and must copy both kinds back (runtime.CudaGraphRunner)
+    # graph replays on its own copies of the inputs and must copy both kinds back (cudagraphs.CudaGraphRunner)
     written = {name for name, _ in graph.mutations} | {
         buf.data.target for buf in graph.buffers if isinstance(getattr(buf, "data", None), ir.Scatter)}
     mutated = frozenset(graph.graph_input_names.index(name) for name in written if name in graph.graph_input_names)

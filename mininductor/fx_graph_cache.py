@@ -14,7 +14,7 @@ The key is the graph with every node named by its position (op, target, argument
 the state the compile reads: grad mode, default dtype, autocast state and mininductor's options.  Graphs that read
 state other than their inputs (``get_attr`` constants, ``call_module``, tensor constants among the arguments) get
 no key.  Neither does ``mode="reduce-overhead"``: its CUDA graph is recorded on the first caller's parameters
-(runtime.CudaGraphRunner), which another caller must not share.
+(cudagraphs.CudaGraphRunner), which another caller must not share.
 
 Mirrors ``FxGraphCache`` in ``torch/_inductor/codecache.py`` (which hashes a pickled graph, keeps results on disk
 and checks the compile's shape-env guards); ours is in memory and does no more than the key says.

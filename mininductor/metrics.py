@@ -34,7 +34,7 @@ fx_graph_cache_hits: int = 0
 compile_worker_jobs: int = 0
 compile_worker_failures: int = 0
 compile_worker_errors: list = []
-# Tensors copied into or out of a CUDA graph's static buffers by its replays (runtime.CudaGraphRunner): inputs
+# Tensors copied into or out of a CUDA graph's static buffers by its replays (cudagraphs.CudaGraphRunner): inputs
 # recorded in place -- parameters, buffers, other recordings' outputs -- are never copied.
 cudagraph_input_copies: int = 0
 # GPU kernel variants launched through our ctypes launcher (static_cuda_launcher.py), and those that took Triton's

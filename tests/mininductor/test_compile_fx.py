@@ -133,10 +133,10 @@ def test_record_function_and_grad_mode_calls_in_a_dynamo_style_graph():
 
 
 def test_cuda_graph_replay_never_writes_into_another_modules_parameters():
-    """reduce-overhead records on the real parameters ([Note: static inputs] in runtime.py). If a call brings other
+    """reduce-overhead records on the real parameters ([Note: static inputs] in cudagraphs.py). If a call brings other
     parameters (another module of the same type passes the guards), the recorded ones must stay untouched and the
     call runs without the graph. The replay itself needs CUDA; this checks the dispatch with a stand-in graph."""
-    from mininductor.runtime import CudaGraphRunner
+    from mininductor.cudagraphs import CudaGraphRunner
 
     class Replays:
         count = 0
@@ -163,7 +163,7 @@ def test_a_replay_says_its_outputs_and_in_place_inputs_changed():
     """[Note: replayed outputs are new values]: a replay rewrites the same output tensors (and an input recorded
     in place) behind autograd's back, so it bumps their version counters: a cache keyed on (tensor, version) --
     minidynamo's shared nonzero -- must not reuse the last replay's result. A stand-in graph (no CUDA needed)."""
-    from mininductor.runtime import CudaGraphRunner
+    from mininductor.cudagraphs import CudaGraphRunner
 
     class Replays:
         def replay(self):
@@ -294,10 +294,10 @@ def test_a_graph_is_recorded_on_the_outputs_of_the_graph_before():
 
 
 def test_a_static_input_copy_keeps_the_layout_the_graph_was_compiled_for():
-    """[copy_with_layout in runtime.py]  A CUDA graph's copy of an input with gaps, or at a storage offset, keeps
+    """[copy_with_layout in cudagraphs.py]  A CUDA graph's copy of an input with gaps, or at a storage offset, keeps
     its strides and offset (``clone()`` made it contiguous, and an ``as_strided`` recorded in the graph then read
     the wrong elements: wrong values under reduce-overhead only); an expanded input keeps ``clone()``."""
-    from mininductor.runtime import copy_with_layout
+    from mininductor.cudagraphs import copy_with_layout
     base = torch.randn(5, 7, 10)
     for x in (base[:, :, 0], base[1:], base.transpose(0, 2), base[:, ::2]):
         copy = copy_with_layout(x)

@@ -1,7 +1,7 @@
 """Both MoEs under every mode on the GPU, eval and training, against eager: outputs, auxiliary loss and every
 parameter's gradient over several batches, with no frame falling back to eager.  CUDA graphs (``reduce-overhead``)
 and autotuning (``max-autotune``) exist only there, and ``reduce-overhead`` once gave the tutorial MoE wrong
-outputs (runtime.py, [Note: replayed outputs are new values]).  Skipped without MININDUCTOR_TEST_DEVICE=cuda."""
+outputs (cudagraphs.py, [Note: replayed outputs are new values]).  Skipped without MININDUCTOR_TEST_DEVICE=cuda."""
 import copy
 
 import pytest
