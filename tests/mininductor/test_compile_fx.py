@@ -323,6 +323,7 @@ def test_reduce_overhead_reads_an_as_strided_input_window_as_eager():
         x = (base + step)[:, 1:8, 0]
         assert_same(compiled(x), f(x))
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+    assert minidynamo.counters["stats"]["unique_graphs"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
 
 
 def test_phase_times_add_up_without_counting_nested_phases_twice():
