@@ -22,11 +22,13 @@ naming the program's file and line. In every mode a fallback to eager for an int
 result after; replay a bad seed with ``replay.py SEED MODE``, or edit the program it wrote and pass the file.
 
 Known differences that are not bugs: reading a closure cell left unbound after a ``break`` raises ``NameError``
-where CPython raises ``UnboundLocalError`` (a strict xfail in ``tests/minidynamo/test_functions_and_closures.py``);
-on Python 3.12 only, a generator dropped after a graph break may be finalised later than in CPython, so its
-``finally`` runs (and appends to ``LOG``) late.
+where CPython raises ``UnboundLocalError`` (a strict xfail in ``tests/minidynamo/test_functions_and_closures.py``).
+The cyclic garbage collector is off during each call and runs after it (``_no_cycle_collector``): when it runs
+is not part of Python's semantics, and eager and compiled code would otherwise free a cycle, and run a
+finaliser, at different points.
 """
 import contextlib
+import gc
 import importlib.util
 import io
 import json
@@ -96,11 +98,31 @@ def norm(v, depth=0):
     return repr(type(v))
 
 
+@contextlib.contextmanager
+def _no_cycle_collector():
+    """Run a call with the cyclic garbage collector off, then collect.
+
+    Cyclic garbage is freed when the collector next runs, which Python does not promise at any point. An exception
+    swallowed by a ``with`` makes such a cycle (value -> traceback -> the context manager's generator frame ->
+    ``__exit__``'s frame -> value), and it holds the frame the exception was raised in, so that frame's locals
+    outlive the call. Compiled code runs the same statements in other frames (resume functions) with other
+    allocation counts, so a generator local could be finalised, and its ``finally`` append to ``LOG``, at a
+    different point than in CPython (seen on Python 3.12, whose collector runs at the eval breaker). With the
+    collector off during the call and run once after it, cyclic garbage is freed at the same point in both; what
+    reference counting frees is still compared in order."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
+
+
 def run_once(fn, mod, variant, grad):
     args = inputs(mod, variant, grad)
     out = io.StringIO()
     rec = {}
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), _no_cycle_collector():
         try:
             r = fn(*args)
             rec["ret"] = norm(r)
