@@ -146,6 +146,22 @@ def size_max(a, b):
     return a if statically_true(sympy.Ge(a, b)) else b
 
 
+def sym_min(a, b):
+    """``min(a, b)`` of sizes as an expression: the smaller one where the ShapeEnv decides it, else ``Min(a, b)``
+    (printed ``min``/``tl.minimum``), as torch's ``sym_min`` gives a fake tensor's size (a diagonal's length)."""
+    try:
+        return size_min(a, b)
+    except TypeError:
+        return sympy.Min(a, b)
+
+
+def sym_max(a, b):
+    try:
+        return size_max(a, b)
+    except TypeError:
+        return sympy.Max(a, b)
+
+
 def texpr(expr, kernel: bool = False) -> str:
     """Print an index expression as Python/Triton source (``//`` and ``%`` for our functions). ``kernel``: the
     text goes into a Triton kernel, where a symbolic size is a scalar tensor argument (``max`` is ``tl.maximum``)."""

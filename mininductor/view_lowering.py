@@ -25,6 +25,8 @@ from .indexing import (
     size_max,
     size_min,
     statically_true,
+    sym_max,
+    sym_min,
 )
 from .ir import TensorBox, View
 from .lowering import register_lowering
@@ -304,7 +306,7 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     size = list(x.get_size())
     nd = len(size)
     dim1, dim2 = dim1 % nd, dim2 % nd
-    n = max(min(size[dim1] + min(offset, 0), size[dim2] - max(offset, 0)), 0)
+    n = sym_max(sym_min(size[dim1] + min(offset, 0), size[dim2] - max(offset, 0)), 0)  # sizes may be symbols
     keep = [d for d in range(nd) if d not in (dim1, dim2)]
 
     def reindex(index):

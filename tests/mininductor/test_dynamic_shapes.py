@@ -225,6 +225,18 @@ def test_conv_output_stride_with_max_compiles_symbolically():
     assert not metrics.symbolic_fallbacks
 
 
+def test_diagonal_of_symbolic_dims_compiles_symbolically():
+    """A diagonal's length ``max(min(rows + min(offset, 0), cols - max(offset, 0)), 0)`` of symbolic sizes: the
+    lowering took Python's ``min`` of two symbols, which raised, and the graph compiled once per shape. Now it
+    takes ``size_min``/``size_max``, decided by the guard the trace already holds (here ``rows <= cols``)."""
+    def fn(x):
+        return x.diagonal() * 2, x.diagonal(1).exp(), torch.diagonal(x[None] + 1, -1, 1, 2).sum(-1)
+    run_shapes(fn, lambda r: (torch.randn(r, r + 3),), [(4,), (6,), (5,)], dynamic=True)
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.specialisations == 0
+    assert metrics.fallback_count == 0
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+
+
 def test_arange_with_a_symbolic_end_keeps_its_start():
     """``torch.arange(-1, x.shape[0] + 2)`` compiled with ``dynamic=True`` gave ``[0, 1, ...]``: the lowering
     counted the numeric arguments, and with a symbolic end only the start was one, read as ``arange(end)``.
