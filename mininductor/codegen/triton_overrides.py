@@ -336,7 +336,8 @@ class TritonOverrides:
         y_pos = self._emit(f"({y} > 0) | (({y} == 0) & (1.0 / {y} > 0))", torch.bool)  # y's sign, zeros too
         x_neg = self._emit(f"({x} < 0) | (1.0 / {x} < 0)", torch.bool)
         general = e(f"tl.where({x} > 0, {base}, tl.where({x} < 0, tl.where({y_pos}, {base} + {pi}, {base} - {pi}), "
-                    f"tl.where({y} > 0, {half_pi}, tl.where({y} < 0, -{half_pi}, {x} + {y}))))")  # x NaN: NaN
+                    f"tl.where({x} != {x}, {x}, tl.where({y} > 0, {half_pi}, tl.where({y} < 0, -{half_pi}, "
+                    f"{x} + {y})))))")  # x zero or NaN: x NaN gives NaN, not +-pi/2
         zero_y = e(f"tl.where({x_neg}, tl.where({y_pos}, {pi}, -{pi}), {y})")
         both_inf = e(f"tl.where({x} > 0, {quarter_pi}, 3.0 * {quarter_pi})")
         return e(f"tl.where(({y} == 0) & ({x} == {x}), {zero_y}, tl.where((tl.abs({x}) == float('inf')) & "

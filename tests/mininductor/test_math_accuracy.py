@@ -47,7 +47,8 @@ def test_small_argument_math_keeps_its_digits():
     asinh and atanh near 0 -- all within the default atol, wrong relatively (e.g. ``x.expm1() / x``). cosh(89) and
     sinh(89) overflowed in ``exp(89) / 2``; acosh(-1e30) and asinh(1e20) lost to ``x * x``; fp64 atan/asin/acos
     were accurate to fp32 only; atan2 of signed zeros and two infinities was wrong (program ``unary_big_args`` and
-    a sweep of 8000 arguments per op)."""
+    a sweep of 8000 arguments per op); atan2(y, NaN) was +-pi/2 where eager's is NaN (the lowering
+    fuzzer)."""
     mag = torch.logspace(-30, 38, 400)
     x = torch.cat([mag, -mag, torch.linspace(-20, 20, 401), torch.tensor([0., -0., 89., -89., float("inf"), -float("inf")])])
     ops = (torch.expm1, torch.log1p, torch.tanh, torch.sinh, torch.cosh, torch.asinh, torch.acosh, torch.atanh,
@@ -55,8 +56,9 @@ def test_small_argument_math_keeps_its_digits():
     for dtype, rtol in ((torch.float32, 8 * 2.0 ** -23), (torch.float64, 8 * 2.0 ** -52)):
         check(lambda x: tuple(op(x) for op in ops), x.to(dtype), atol=0, rtol=rtol, kernels=1, fallbacks=0)
         check(lambda x: x.expm1() / x, torch.tensor([1e-8, -3e-9, 1e-20], dtype=dtype), atol=0, rtol=rtol)
-    y = torch.tensor([0., -0., 0., -0., 1., -1., float("inf"), float("inf"), -float("inf"), 0., float("nan"), 1.])
-    z = torch.tensor([0., 0., -0., -0., -0., -0., float("inf"), -float("inf"), -float("inf"), float("nan"), 1., -1.])
+    nan, inf = float("nan"), float("inf")
+    y = torch.tensor([0., -0., 0., -0., 1., -1., inf, inf, -inf, 0., nan, 1., -22., 1., inf])  # then y over NaN:
+    z = torch.tensor([0., 0., -0., -0., -0., -0., inf, -inf, -inf, nan, 1., -1., nan, nan, nan])  # NaN, not +-pi/2
     check(lambda y, z: (torch.atan2(y, z), torch.atan2(y.double(), z.double())), y, z, atol=0, rtol=1e-6)
     tiny = torch.tensor([1e-40, -1e-40, 1e-30, 2e-4])  # atan's angle halvings cost a denormal its low bits
     check(lambda x: (torch.atan(x), torch.asin(x)), tiny, atol=0, rtol=1e-6)
