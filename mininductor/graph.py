@@ -17,7 +17,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
-from .indexing import FLOAT_SIZE_FUNCTIONS, FloorDiv, as_size, size_hint
+from .indexing import FLOAT_SIZE_FUNCTIONS, FloorDiv, as_size, size_hint, sym_max, sym_min
 from .ir import TensorBox
 from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
@@ -72,9 +72,10 @@ def _true_div_or_pow(*args):
     raise NotImplementedError("symbolic compile: an integer power of a size")
 
 
-# What the symbolic ATen graph computes on sizes; anything else on a size (comparisons, sym_max...) is refused,
-# so the symbolic compile falls back to one static compile per shape.  A float result (``1.0 / s77``) is the
-# traced expression ([Note: float sizes]).
+# What the symbolic ATen graph computes on sizes; anything else on a size (comparisons...) is refused, so the
+# symbolic compile falls back to one static compile per shape.  A float result (``1.0 / s77``) is the traced
+# expression ([Note: float sizes]).  ``max(x.shape[0], 1)`` traces as ``torch.sym_max``: the larger one where the
+# ShapeEnv decides it (a size symbol is at least 2), else ``Max``.
 SIZE_OPS = {
     torch.ops.aten.sym_size.int: _sym_size,
     torch.ops.aten.sym_numel.default: lambda x: x.get_numel(),
@@ -86,6 +87,8 @@ SIZE_OPS = {
     operator.floordiv: lambda a, b: as_size(FloorDiv(a, b)),  # sizes are positive: floor == FloorDiv
     operator.truediv: _true_div_or_pow,
     operator.pow: _true_div_or_pow,
+    torch.sym_max: sym_max,
+    torch.sym_min: sym_min,
 }
 
 

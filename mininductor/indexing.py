@@ -137,12 +137,21 @@ def _as_torch_sympy(expr):
     return expr.replace(FloorDiv, torch_fns.FloorDiv).replace(ModularIndexing, torch_fns.ModularIndexing)
 
 
+def _structurally_le(a, b) -> bool:
+    """``a <= b`` by its form: ``Min(s0, s1) <= s1`` and ``s1 <= Max(s0, s1)``, which the ShapeEnv does not see."""
+    return isinstance(a, sympy.Min) and b in a.args or isinstance(b, sympy.Max) and a in b.args
+
+
 def size_min(a, b):
     """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true``)."""
+    if _structurally_le(a, b) or _structurally_le(b, a):
+        return a if _structurally_le(a, b) else b
     return a if statically_true(sympy.Le(a, b)) else b
 
 
 def size_max(a, b):
+    if _structurally_le(a, b) or _structurally_le(b, a):
+        return b if _structurally_le(a, b) else a
     return a if statically_true(sympy.Ge(a, b)) else b
 
 

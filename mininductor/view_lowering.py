@@ -114,9 +114,10 @@ def slice_(x, dim=0, start=None, end=None, step=1):
 def select(x, dim, idx):
     size = list(x.get_size())
     dim = dim % len(size)
-    idx = idx + size[dim] if idx < 0 else idx
+    idx = as_size(idx)  # ``x.select(0, x.shape[0] - 1)`` of a symbolic size: an expression, ``s31 - 1``
+    idx = idx + size[dim] if statically_true(sympy.Lt(idx, 0)) else idx
     new = size[:dim] + size[dim + 1:]
-    return _view(x, new, lambda index: list(index[:dim]) + [sympy.Integer(idx)] + list(index[dim:]))
+    return _view(x, new, lambda index: list(index[:dim]) + [sympy.sympify(idx)] + list(index[dim:]))
 
 
 @register_lowering(aten.unsqueeze)

@@ -3,6 +3,7 @@
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT            # inference: values, dtypes, shapes
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad     # training: values and input gradients
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --zero     # sizes of 0 and 1 more often
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic  # dynamic=True, at two shapes
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (the fifteenth session ran 2,500
 inference and 1,200 gradient programs, about 0.1 s each on a CPU, through Triton's interpreter). Each seed is a
@@ -14,11 +15,12 @@ the ATen ops that fell back (no lowering: correct, but not compiled).
 
 Known differences that are not bugs (left out of the op lists, or reported as a mismatch to be read): the sign bit
 of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third
-way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value and its vectorised ``gelu(inf)``
-is NaN, where we return the finite (or infinite) answer; ill-conditioned chains (``sin`` of a ``expm1`` of 1e5)
-amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then inf * 0
-is NaN) where we, like eager's CUDA kernel, multiply in float32; an op eager refuses for a dtype (``log_softmax`` of
-a bool tensor) but runs without complaint on an empty tensor, where our trace refuses it always.
+way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
+NaN and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains
+(``sin`` of a ``expm1`` of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16
+(an overflow to inf, then inf * 0 is NaN) where we, like eager's CUDA kernel, multiply in float32; an op eager
+refuses for a dtype (``log_softmax`` of a bool tensor) but runs without complaint on an empty tensor, where our
+trace refuses it always.
 """
 from __future__ import annotations
 
@@ -229,6 +231,31 @@ def check_inference(seed: int, inputs, steps) -> str | None:
     return None
 
 
+def check_dynamic(seed: int, inputs, steps) -> str | None:
+    """Inference through ``minicompile(dynamic=True)``, called at the program's shapes and again with every
+    input's first dim of more than one row doubled: one symbolic compile should serve both (where it cannot, the
+    reason is counted by ``main``, and the per-shape compiles must still equal eager)."""
+    fn = lambda *xs: run_steps(steps, xs)
+    tol = max({torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(a.dtype, 1e-4) for a in inputs)
+    minidynamo.reset()
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for call in range(2):
+        if call:
+            inputs = [torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
+        try:
+            expected = fn(*[_clone(a) for a in inputs])
+        except Exception:  # noqa: BLE001
+            return "skip"
+        try:
+            actual = compiled(*[_clone(a) for a in inputs])
+            assert_same(actual, expected, atol=tol, rtol=tol)
+        except AssertionError as e:
+            return f"MISMATCH call {call} {str(e)[:400]}"
+        except Exception as e:  # noqa: BLE001
+            return f"ERROR call {call} {type(e).__name__}: {str(e)[:300]}"
+    return None
+
+
 def _values_and_grads(fn, inputs, seed: int):
     xs = [_clone(a).requires_grad_(k < 2) for k, a in enumerate(inputs)]  # the third input needs no gradient
     outs = fn(*xs)
@@ -274,6 +301,7 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("--grad", action="store_true", help="training: values and input gradients")
     parser.add_argument("--zero", action="store_true", help="sizes of 0 and 1 more often")
+    parser.add_argument("--dynamic", action="store_true", help="inference with dynamic=True at two shapes")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     counts = {"ok": 0, "skipped": 0, "bad": 0}
@@ -281,9 +309,13 @@ def main() -> None:
     for seed in range(args.seed, args.seed + args.count):
         inputs, steps = generate(seed, args.grad, args.zero)
         metrics.reset()
-        verdict = (check_grad if args.grad else check_inference)(seed, inputs, steps)
+        check = check_grad if args.grad else check_dynamic if args.dynamic else check_inference
+        verdict = check(seed, inputs, steps)
         for op in metrics.fallback_ops:
             fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
+        for reason in metrics.symbolic_fallbacks:  # --dynamic: why a graph compiled per shape
+            key = "per shape: " + str(reason)[:80]
+            fallbacks[key] = fallbacks.get(key, 0) + 1
         if verdict is None:
             counts["ok"] += 1
         elif verdict == "skip":

@@ -237,6 +237,20 @@ def test_diagonal_of_symbolic_dims_compiles_symbolically():
     assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
 
 
+def test_select_at_a_symbolic_index_and_max_of_a_size_compile_symbolically():
+    """``x.select(0, x.shape[0] - 1)`` (the index an expression: ``sympy.Integer`` of it raised) and
+    ``max(x.shape[1], 1)`` / ``min(...)`` (traced as ``torch.sym_max``/``sym_min``, refused before) each made the
+    graph compile once per shape (lowering fuzzer, ``--dynamic``)."""
+    def fn(x):
+        n, m = x.shape
+        idx = torch.arange(x.numel(), device=x.device).reshape(n, m) * 7 % max(m, 1)
+        return x.select(0, n - 1) * 2, x.select(1, -1), torch.gather(x, 1, idx), x[:, :min(n, m)] + 1
+    run_shapes(fn, lambda n, m: (torch.randn(n, m),), [(4, 6), (6, 9), (5, 7)], dynamic=True)
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.specialisations == 0
+    assert metrics.fallback_count == 0
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+
+
 def test_arange_with_a_symbolic_end_keeps_its_start():
     """``torch.arange(-1, x.shape[0] + 2)`` compiled with ``dynamic=True`` gave ``[0, 1, ...]``: the lowering
     counted the numeric arguments, and with a symbolic end only the start was one, read as ``arange(end)``.
