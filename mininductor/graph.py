@@ -17,7 +17,8 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
-from .indexing import FLOAT_SIZE_FUNCTIONS, FloorDiv, as_size, size_hint, sym_max, sym_min
+from .indexing import (FLOAT_SIZE_FUNCTIONS, FloorDiv, ModularIndexing, as_size, size_hint, statically_true, sym_max,
+                       sym_min)
 from .ir import TensorBox
 from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
@@ -66,6 +67,15 @@ def float_size(val):
     return expr
 
 
+def _size_mod(a, b):
+    """``a % b`` of sizes (``roll``'s decomposition takes its shift modulo the size): ``ModularIndexing``, printed
+    ``%``, which is Python's floor modulo in the wrapper but C's remainder in a kernel -- the same only for
+    ``a >= 0 < b``; else refused."""
+    if not (statically_true(sympy.Ge(a, 0)) and statically_true(sympy.Gt(b, 0))):
+        raise NotImplementedError(f"symbolic compile: {a} % {b} of a size that may be negative")
+    return as_size(ModularIndexing(a, 1, b))
+
+
 def _true_div_or_pow(*args):
     """``/`` and ``**`` of sizes: float results are taken from the trace (``call_function``); an int ``s0 ** 2``
     is refused."""
@@ -85,6 +95,7 @@ SIZE_OPS = {
     operator.add: operator.add,
     operator.sub: operator.sub,
     operator.floordiv: lambda a, b: as_size(FloorDiv(a, b)),  # sizes are positive: floor == FloorDiv
+    operator.mod: _size_mod,
     operator.truediv: _true_div_or_pow,
     operator.pow: _true_div_or_pow,
     torch.sym_max: sym_max,
