@@ -17,8 +17,16 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
-from .indexing import (FLOAT_SIZE_FUNCTIONS, FloorDiv, ModularIndexing, as_size, size_hint, statically_true, sym_max,
-                       sym_min)
+from .indexing import (
+    FLOAT_SIZE_FUNCTIONS,
+    FloorDiv,
+    ModularIndexing,
+    as_size,
+    size_hint,
+    statically_true,
+    sym_max,
+    sym_min,
+)
 from .ir import TensorBox
 from .lowering import lowerings
 from .reinplace import reinplaceable_scatters
