@@ -148,6 +148,10 @@ class TensorVariable(VariableTracker):
                     unimplemented(f"index {index} is out of range for a dimension of size {size}",
                                   "eager raises the IndexError")
                 return call_graph_op(tx, "call_function", torch.select, [self, ConstantVariable(0), *args], {})
+            if len(args) == 1 and _leading_sym_int(args[0]):  # ``x[n - 1, 1:]`` is ``x[n - 1][1:]``: as above
+                first, rest = args[0].items[0], args[0].items[1:]
+                row = self.call_method(tx, "__getitem__", [first], {})
+                return row.call_method(tx, "__getitem__", [type(args[0])(list(rest))], {}) if rest else row
             return call_graph_op(tx, "call_function", operator.getitem, [self, *args], {})
         if name == "__setitem__":
             call_graph_op(tx, "call_function", operator.setitem, [self, *args], {})
@@ -197,6 +201,18 @@ def is_inplace_method(name: str) -> bool:
 def is_sym_int(vt: VariableTracker) -> bool:
     from .sym_node import SymNodeVariable  # sym_node imports this module
     return isinstance(vt, SymNodeVariable) and vt.python_type() is int
+
+
+def _leading_sym_int(index: VariableTracker) -> bool:
+    """An index tuple that starts with a symbolic int and holds only basic indices after it (ints, slices, None,
+    ``...``): ``x[i, rest]`` is then ``x[i][rest]`` (a tensor or list among ``rest`` is advanced indexing: left
+    to ``getitem``)."""
+    from .lists import SliceVariable, TupleVariable
+    if type(index) is not TupleVariable or not index.items or not is_sym_int(index.items[0]):
+        return False
+    return all(isinstance(v, SliceVariable) or is_sym_int(v) or
+               isinstance(v, ConstantVariable) and (v.value is None or v.value is Ellipsis or type(v.value) is int)
+               for v in index.items[1:])
 
 
 def grad_leaves_of(fake_args: list) -> list:

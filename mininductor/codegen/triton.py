@@ -302,7 +302,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             shape = "[1]" if self.ndim == 1 else "[1, 1]"
             return self._emit(f"tl.full({shape}, {self._arg(name, 'ks')}, {TL_DTYPE[dtype]})", dtype)
         ptr = self._arg(name, "in_ptr")
-        if not sympy.sympify(index).free_symbols:  # one element: a [1] block, like our constants
+        if _one_element(index):  # a [1] block, like our constants
             text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {'[1]' if self.ndim == 1 else '[1, 1]'})"
         else:
             text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0{self._eviction(name, idx)})"
@@ -341,9 +341,11 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
 
     def _store_index(self, index) -> str:
         """A constant index (a scalar output) still needs a block of pointers to store a block."""
-        if sympy.sympify(index).free_symbols:
+        if not _one_element(index):
             return self._index(index)
         shape = "[XBLOCK]" if self.ndim == 1 else "[XBLOCK, 1]"
+        if sympy.sympify(index).free_symbols:  # sizes only (``s77 - 1``)
+            return f"tl.zeros({shape}, tl.int32) + ({self._index(index)})"
         return f"tl.full({shape}, {int(index)}, tl.int32)"
 
     def store(self, name: str, index, value: str, mode: str | None = None) -> None:
@@ -592,6 +594,12 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         for placeholder, hint in self._hints.items():  # loads' L2 hints (see _eviction)
             line = line.replace(placeholder, hint)
         return line
+
+
+def _one_element(index) -> bool:
+    """An index of no loop variable: a constant, or sizes only (``x.select(0, x.shape[0] - 1)`` reads ``s77 - 1``),
+    the same element for the whole block. Size symbols are positive; loop variables only non-negative."""
+    return all(s.is_positive for s in sympy.sympify(index).free_symbols)
 
 
 def _free_names(text: str) -> set[str]:

@@ -327,6 +327,29 @@ def test_symbolic_int_index_out_of_range_raises_as_eager():
     assert outcome(compiled, [torch.randn(10, 2)[:4]])[0] is IndexError
 
 
+def _pieces_of_last_rows(x):
+    n = x.shape[0]
+    y = x * 1
+    y.select(0, n - 1).fill_(5.0)  # a store at the element ``s77 - 1``: no loop variable in its index
+    return x[n - 1, 1:], x[n - 2, ..., None], x[n - 1, n - 3], x[n - 1, :, 0] * 2, x.select(0, n - 1)[0, 0] + 1, y
+
+
+def test_a_tuple_index_led_by_a_symbolic_int_does_not_specialise_the_size():
+    """``x[n - 1, 1:]`` went to ``getitem`` whole, which guarded ``s77 - 1 == 4``: one recompile per size (the
+    lowering fuzzer's ``--dynamic`` mode). It is ``x[n - 1][1:]``, and the first index takes the path above.
+    A kernel reading or writing one element at a size-only index (``s77 - 1``) gave its load a block mask over a
+    scalar pointer, which Triton refuses ("Mask argument cannot be block type...")."""
+    compiled = minidynamo.minicompile(_pieces_of_last_rows, dynamic=True)
+    for n in (5, 7, 6):
+        x = torch.randn(n, 6, 3)
+        assert_same(compiled(x), _pieces_of_last_rows(x))
+    assert frames_ok() == 1 and minidynamo.counters["recompiles"]["total"] == 0
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+    assert outcome(lambda x: x[x.shape[0], 0], [torch.randn(4, 2)])[0] is IndexError
+    assert outcome(minidynamo.minicompile(lambda x: x[x.shape[0], 0], dynamic=True), [torch.randn(4, 2)])[0] \
+        is IndexError
+
+
 def test_two_int_operands_of_a_symbolic_graph_stay_two_inputs():
     """Int inputs used only as operands become 0-d tensor inputs (specialize.ints_as_tensors), each with a fake
     value the symbolic compile tells inputs apart by. One fake was shared by all of them, so ``t * s + u`` read
