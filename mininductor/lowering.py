@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from . import config, ir
-from .indexing import is_float_size
+from .indexing import as_size, is_float_size
 from .ir import Pointwise, TensorBox
 from .virtualized import V, ops
 
@@ -535,6 +535,15 @@ def clone(x, *args, **kwargs):
     return pointwise([x], lambda v: v, x.get_dtype())
 
 
+@register_lowering(prims.copy_strided)
+def copy_strided(x, stride):
+    """A copy laid out with ``stride`` (the decomposition of an op whose output follows an input's layout,
+    ``torch.lerp`` of a column-major input)."""
+    out = clone(x)
+    out.storage().realize([as_size(s) for s in stride])
+    return out
+
+
 @register_lowering(aten.alias, aten.detach, aten.lift_fresh_copy, aten.lift_fresh, prims.view_of)
 def alias(x, *args):
     return x
@@ -576,7 +585,8 @@ def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None
 
 @register_lowering(aten.zeros, aten.empty, aten.empty_strided, aten.ones, aten.new_zeros, aten.new_ones,
                    aten.new_empty, aten.new_empty_strided, aten.zeros_like, aten.ones_like, aten.empty_like,
-                   aten.full_like, aten.new_full, aten.scalar_tensor, prims.empty_strided, aten.empty_permuted)
+                   aten.full_like, aten.new_full, aten.scalar_tensor, prims.scalar_tensor, prims.empty_strided,
+                   aten.empty_permuted)
 def creation(*args, **kwargs):
     val = meta_val()
     target = V.graph.current_node.target

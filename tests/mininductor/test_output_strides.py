@@ -243,3 +243,13 @@ def test_copysign_and_xlogy_take_the_first_operand_layout():
         compiled = check(fn, a, b, kernels=1, fallbacks=0)
         args = [a.to(DEVICE), b.to(DEVICE)]
         assert [o.stride() for o in compiled(*args)] == [o.stride() for o in fn(*args)]
+
+
+def test_copy_strided_and_prims_scalar_tensor_are_lowered():
+    """``prims.copy_strided`` (``torch.lerp``'s decomposition keeps its first input's layout) and
+    ``prims.scalar_tensor`` (``torch.xlogy(2, x)``) had no lowering: each was an ATen fallback (lowering fuzzer)."""
+    def fn(a, b, x):
+        return torch.lerp(a.transpose(0, 1), b, 0.3), torch.xlogy(2, x)
+    args = [torch.randn(3, 2, 8, dtype=torch.float64), torch.randn(2, 3, 8, dtype=torch.float64), torch.randn(5).abs()]
+    compiled = check(fn, *args, fallbacks=0, atol=1e-6, rtol=1e-6)
+    _strides_match(compiled, fn, args)
