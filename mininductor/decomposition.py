@@ -27,6 +27,7 @@ _MEAN, _SUM = 1, 2  # ATen's reduction argument (torch.nn._reduction): 0 none, 1
 _EXTRA = [
     aten._softmax, aten._log_softmax, aten.native_layer_norm, aten.native_group_norm,
     aten._native_batch_norm_legit_no_training, aten.native_batch_norm, aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_functional,
     aten.gelu, aten.var, aten.std, aten.std_mean,
     aten.silu, aten.hardtanh, aten.hardsigmoid, aten.hardswish, aten.mish,
     aten.elu, aten.leaky_relu, aten.softplus, aten.glu, aten.logsumexp, aten.linalg_vector_norm, aten.norm,

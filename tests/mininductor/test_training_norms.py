@@ -1,4 +1,4 @@
-"""Normalisation layers in training: ``BatchNorm(momentum=None)``'s cumulative moving average.
+"""Normalisation layers in training: ``BatchNorm(momentum=None)``'s cumulative moving average, and BatchNorm as kernels.
 
 ``1.0 / float(self.num_batches_tracked)`` is polyfilled by minidynamo so the batch counter is a
 mutated buffer of one graph, not a float guarded on at every step.  Each test compares values, gradients, running
@@ -63,3 +63,30 @@ def test_batch_norm_cumulative_average_inside_a_model_trains_with_sgd_and_switch
         assert_same(list(model.parameters()), list(model_ref.parameters()), atol=1e-5, rtol=1e-5)
         assert_same(list(model.buffers()), list(model_ref.buffers()), atol=1e-6, rtol=1e-6)
     assert frames_ok() == 2
+
+
+@pytest.mark.parametrize("make, shape", [(lambda: torch.nn.BatchNorm1d(4), (8, 4)),
+                                         (lambda: torch.nn.BatchNorm2d(3, affine=False), (4, 3, 5, 5))],
+                         ids=["1d", "2d-no-affine"])
+def test_batch_norm_training_is_compiled_not_a_fallback(make, shape):
+    """In training, AOTAutograd's graph holds ``_native_batch_norm_legit_functional`` (the statistics and the new
+    running buffers), which we did not decompose: an ATen fallback in every training graph with a BatchNorm
+    (found compiling a small conv net). It is now decomposed as upstream does: kernels only."""
+    from mininductor import metrics
+    torch.manual_seed(0)
+    bn = make()
+    bn_ref = copy.deepcopy(bn)
+    compiled = minidynamo.minicompile(bn)
+    metrics.reset()
+    for _ in range(3):
+        (x,), (x_ref,) = leaves(torch.randn(shape))
+        y, y_ref = compiled(x), bn_ref(x_ref)
+        assert_same(y, y_ref, atol=1e-5, rtol=1e-5)
+        y.pow(2).sum().backward()
+        y_ref.pow(2).sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-4, rtol=1e-4)
+        assert_same(list(bn.buffers()), list(bn_ref.buffers()), atol=1e-6, rtol=1e-6)
+        assert_same([p.grad for p in bn.parameters()], [p.grad for p in bn_ref.parameters()], atol=1e-4, rtol=1e-4)
+    assert frames_ok() == 1 and not minidynamo.counters["graph_break"]
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert metrics.generated_kernel_count > 0
