@@ -16,7 +16,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from . import config, index_lowering, ir, metrics, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
+from . import config, index_lowering, ir, metrics, pool_lowering, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
 from .indexing import (
     FLOAT_SIZE_FUNCTIONS,
     FloorDiv,

@@ -1,0 +1,67 @@
+"""``max_pool2d_with_indices`` lowered to one fused kernel (``pool_lowering.py``), against eager: values, indices
+(with NaN and all ``-inf`` windows, whose index rules are eager's), padding, stride, dilation and ``ceil_mode``;
+training, where the backward is an ATen fallback; and symbolic sizes. It was an ATen fallback in every CNN.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minidynamo
+from mininductor import metrics
+
+from .utils import DEVICE, check, leaves
+
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+CASES = {
+    "2x2": {"kernel_size": 2},
+    "padded, strided": {"kernel_size": 3, "stride": 2, "padding": 1},
+    "dilated, uneven": {"kernel_size": (3, 2), "stride": (1, 2), "dilation": (2, 1)},
+    "ceil_mode": {"kernel_size": 2, "padding": 1, "ceil_mode": True},
+}
+
+
+def _input(dtype):
+    x = torch.randn(2, 3, 7, 9, dtype=dtype)
+    x[0, 0, 1, 1] = float("nan")  # a NaN wins its windows
+    x[1, 0, 3, 3:5] = float("nan")  # two NaNs in one window: the last one's index
+    x[0, 1, 2:4, 2:4] = float("-inf")
+    x[1, 2] = float("-inf")  # windows of -inf only: the index is the window's first valid position
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("name", list(CASES))
+def test_max_pool2d_with_indices_is_one_kernel(name, dtype):
+    kw = CASES[name]
+    check(lambda x: F.max_pool2d(x, return_indices=True, **kw), _input(dtype), kernels=1, fallbacks=0)
+
+
+def test_a_window_of_more_than_25_elements_falls_back():
+    check(lambda x: F.max_pool2d(x, 6, return_indices=True), torch.randn(1, 2, 12, 12), fallbacks=1)
+
+
+def test_max_pool_in_training_matches_eager_gradients():
+    def fn(x, w):
+        return F.max_pool2d(x * w, 3, 2, 1).sin()
+    (x, w), (x_ref, w_ref) = leaves(torch.randn(2, 3, 8, 8, device=DEVICE), torch.randn(8, device=DEVICE))
+    compiled = minidynamo.minicompile(fn)
+    metrics.reset()
+    out, out_ref = compiled(x, w), fn(x_ref, w_ref)
+    torch.testing.assert_close(out, out_ref)
+    out.pow(2).sum().backward()
+    out_ref.pow(2).sum().backward()
+    torch.testing.assert_close((x.grad, w.grad), (x_ref.grad, w_ref.grad), atol=1e-5, rtol=1e-4)
+    assert metrics.fallback_ops == ["aten.max_pool2d_with_indices_backward.default"]  # forward: kernels only
+    assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def test_max_pool_of_symbolic_sizes_compiles_once():
+    fn = lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for hw in ((8, 9), (11, 6), (7, 7)):
+        x = torch.randn(2, 3, *hw, device=DEVICE)
+        for ours, theirs in zip(compiled(x), fn(x)):
+            assert torch.equal(ours, theirs)
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
