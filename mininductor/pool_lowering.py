@@ -1,13 +1,16 @@
-"""``max_pool2d_with_indices``: a pointwise loop over the output whose body unrolls the window.
+"""Max and average pooling (``max_pool2d_with_indices``, ``avg_pool2d``): a pointwise loop over the output whose
+body unrolls the window.
 
 Each output element ``(..., oh, ow)`` reads the ``kh * kw`` input elements of its window, in row-major order,
 at ``h = oh * stride - padding + i * dilation`` (and the same for ``w``); a position outside the input (padding,
-or past the end under ``ceil_mode``) is masked and never wins. Like eager's CPU and CUDA kernels, a value wins
+or past the end under ``ceil_mode``) is masked. For the maximum, like eager's CPU and CUDA kernels, a value wins
 when it is greater than the running maximum or is NaN (so a NaN propagates, and the last NaN's index is kept),
-and the index starts at the window's first valid position (a window of ``-inf`` returns it). The values and the
-indices (``h * W + w``, int64) are two ``Pointwise`` nodes with the same body; the scheduler fuses them into one
-kernel. A window of more than 25 elements falls back to ATen (as upstream, whose lowering in ``lowering.py``
-unrolls the window the same way). The backward, ``max_pool2d_with_indices_backward``, is an ATen fallback.
+and the index starts at the window's first valid position (a window of ``-inf`` returns it); the values and the
+indices (``h * W + w``, int64) are two ``Pointwise`` nodes with the same body, which the scheduler fuses into one
+kernel. The average divides the window's sum by eager's divisor: ``divisor_override``, else the window clipped
+to the padded input (``count_include_pad``) or to the input itself; a window with no input element is 0. A window
+of more than 25 elements falls back to ATen (as upstream, whose lowerings in ``lowering.py`` unroll the window the
+same way); so do the backwards.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import math
 import torch
 
 from .ir import Pointwise, TensorBox
-from .lowering import _in_range, _masked_load, meta_val, origins_of, register_lowering
+from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
 from .virtualized import ops
 
 aten = torch.ops.aten
@@ -25,20 +28,22 @@ MAX_WINDOW = 25  # elements unrolled per output element; a larger window runs in
 
 
 def _pair(v, default=None) -> list[int]:
-    v = list(v) if isinstance(v, (list, tuple)) and len(v) else default
+    v = list(v) if isinstance(v, (list, tuple)) and len(v) else [v] if isinstance(v, int) else default
     return v * 2 if len(v) == 1 else v
+
+
+def _check_window(x, kernel) -> None:
+    if not x.get_dtype().is_floating_point:
+        raise NotImplementedError("pooling of an integer tensor (eager's CPU kernels refuse it)")
+    if math.prod(kernel) > MAX_WINDOW:
+        raise NotImplementedError(f"a pooling window of {math.prod(kernel)} elements (more than {MAX_WINDOW})")
 
 
 @register_lowering(aten.max_pool2d_with_indices)
 def max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    kernel = _pair(kernel_size)
+    kernel, padding, dilation = _pair(kernel_size), _pair(padding), _pair(dilation)
     stride = _pair(stride, kernel)
-    padding = _pair(padding if isinstance(padding, (list, tuple)) else [padding])
-    dilation = _pair(dilation if isinstance(dilation, (list, tuple)) else [dilation])
-    if not x.get_dtype().is_floating_point:
-        raise NotImplementedError("max_pool2d of an integer tensor (eager's CPU kernel refuses it)")
-    if math.prod(kernel) > MAX_WINDOW:
-        raise NotImplementedError(f"a pooling window of {math.prod(kernel)} elements (more than {MAX_WINDOW})")
+    _check_window(x, kernel)
     values, _ = meta_val()  # the output size, ceil_mode included
     size = list(values.shape)
     in_h, in_w = x.get_size()[-2:]
@@ -66,3 +71,40 @@ def max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ce
     out = TensorBox.create(Pointwise(device, dtype, lambda index: window(index)[0], size, origins=origins))
     at = TensorBox.create(Pointwise(device, torch.int64, lambda index: window(index)[1], size, origins=origins))
     return out, at
+
+
+@register_lowering(aten.avg_pool2d)
+def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    kernel, padding = _pair(kernel_size), _pair(padding)
+    stride = _pair(stride, kernel)
+    _check_window(x, kernel)
+    size = list(meta_val().shape)
+    in_h, in_w = x.get_size()[-2:]
+    dtype, loader = x.get_dtype(), x.make_loader()
+
+    def extent(o, k, s, p, n):
+        """Eager's window along one dim, ``[o * s - p, o * s - p + k)`` cut at the padded input's end: its length,
+        and the length of its part inside the input (int64 values)."""
+        lo = ops.index_expr(o * s - p, torch.int64)
+        hi = ops.minimum(ops.add(lo, ops.constant(k, torch.int64)), ops.add(_size_value(n), ops.constant(p, torch.int64)))
+        inside = ops.sub(ops.minimum(hi, _size_value(n)), ops.maximum(lo, ops.constant(0, torch.int64)))
+        return ops.sub(hi, lo), inside
+
+    def inner_fn(index):
+        *outer, oh, ow = index
+        total = ops.constant(0, dtype)
+        for i in range(kernel[0]):
+            for j in range(kernel[1]):
+                h, w = oh * stride[0] - padding[0] + i, ow * stride[1] - padding[1] + j
+                valid = ops.logical_and(_in_range(h, 0, in_h), _in_range(w, 0, in_w))
+                total = ops.add(total, _masked_load(loader, [*outer, h, w], valid, dtype, dtype))
+        padded_h, rows = extent(oh, kernel[0], stride[0], padding[0], in_h)
+        padded_w, cols = extent(ow, kernel[1], stride[1], padding[1], in_w)
+        if divisor_override:
+            divisor = ops.constant(divisor_override, torch.int64)
+        else:
+            divisor = ops.mul(padded_h, padded_w) if count_include_pad else ops.mul(rows, cols)
+        zero = ops.constant(0, torch.int64)
+        some = ops.logical_and(ops.gt(rows, zero), ops.gt(cols, zero))  # else eager writes 0
+        return ops.where(some, ops.truediv(total, ops.to_dtype(divisor, dtype)), ops.constant(0, dtype))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size, origins=origins_of([x])))

@@ -1,6 +1,7 @@
-"""``max_pool2d_with_indices`` lowered to one fused kernel (``pool_lowering.py``), against eager: values, indices
-(with NaN and all ``-inf`` windows, whose index rules are eager's), padding, stride, dilation and ``ceil_mode``;
-training, where the backward is an ATen fallback; and symbolic sizes. It was an ATen fallback in every CNN.
+"""``max_pool2d_with_indices`` and ``avg_pool2d`` lowered to one fused kernel each (``pool_lowering.py``), against
+eager: values, indices (with NaN and all ``-inf`` windows, whose index rules are eager's), padding, stride,
+dilation, ``ceil_mode``, the average's divisors; training, where the backwards are ATen fallbacks; and symbolic
+sizes. Both were ATen fallbacks in every CNN.
 """
 import pytest
 import torch
@@ -68,3 +69,36 @@ def test_max_pool_of_symbolic_sizes_compiles_once():
     # torch 2.13's fake max_pool2d serves the three sizes from one frame; 2.11's (the GPU machine's) guards its
     # output-size arithmetic on the sizes, so minidynamo recompiles for each -- still one symbolic compile each
     assert frames == 1 or (torch.__version__ < "2.13" and frames == 3)
+
+
+AVG_CASES = {
+    "padded": {"kernel_size": 3, "stride": 2, "padding": 1},
+    "padding not counted": {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+    "ceil_mode, uneven": {"kernel_size": (3, 2), "stride": (2, 1), "padding": (1, 0), "ceil_mode": True},
+    "ceil_mode, window in padding": {"kernel_size": 2, "stride": 3, "padding": 1, "ceil_mode": True},
+    "divisor_override": {"kernel_size": 3, "padding": 1, "divisor_override": 5},
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("name", list(AVG_CASES))
+def test_avg_pool2d_is_one_kernel(name, dtype):
+    """Eager's divisor: the window cut at the padded input (``count_include_pad``) or at the input, or the
+    override; a ``ceil_mode`` window past the end is cut too."""
+    kw = AVG_CASES[name]
+    check(lambda x: F.avg_pool2d(x, **kw), torch.randn(2, 3, 7, 8, dtype=dtype), kernels=1, fallbacks=0,
+          atol=1e-3 if dtype == torch.float16 else 1e-5, rtol=1e-3 if dtype == torch.float16 else 1e-5)
+
+
+def test_avg_pool_in_training_matches_eager_gradients():
+    def fn(x):
+        return F.avg_pool2d(x.tanh(), 3, 2, 1, count_include_pad=False)
+    (x,), (x_ref,) = leaves(torch.randn(2, 3, 9, 8, device=DEVICE))
+    compiled = minidynamo.minicompile(fn)
+    metrics.reset()
+    out, out_ref = compiled(x), fn(x_ref)
+    torch.testing.assert_close(out, out_ref)
+    out.pow(2).sum().backward()
+    out_ref.pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-5, rtol=1e-4)
+    assert metrics.fallback_ops == ["aten.avg_pool2d_backward.default"]  # forward: kernels only
