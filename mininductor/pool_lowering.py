@@ -1,4 +1,4 @@
-"""Max and average pooling (``max_pool2d_with_indices``, ``avg_pool2d``): a pointwise loop over the output whose
+"""Max and average pooling (``max_pool2d_with_indices``, ``avg_pool2d``) and their backwards: pointwise loops whose
 body unrolls the window.
 
 Each output element ``(..., oh, ow)`` reads the ``kh * kw`` input elements of its window, in row-major order,
@@ -10,7 +10,14 @@ indices (``h * W + w``, int64) are two ``Pointwise`` nodes with the same body, w
 kernel. The average divides the window's sum by eager's divisor: ``divisor_override``, else the window clipped
 to the padded input (``count_include_pad``) or to the input itself; a window with no input element is 0. A window
 of more than 25 elements falls back to ATen (as upstream, whose lowerings in ``lowering.py`` unroll the window the
-same way); so do the backwards.
+same way).
+
+The backwards are pointwise loops over the *input*: element ``(h, w)`` gathers from every output element whose
+window can hold it -- along each dim, ``o = (h + padding) // stride - i`` for the first ``ceil(reach / stride)``
+values of ``i`` (``reach``: the window's span, ``(k - 1) * dilation + 1``), masked where ``o`` is outside the output.
+The maximum's takes ``grad[o]`` where the saved index is ``h * W + w``; the average's takes ``grad[o] / divisor(o)``
+where ``o``'s window covers ``h``. More than 25 candidates per element fall back to ATen, as upstream's lowerings
+of the same names do.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import math
 
 import torch
 
+from .indexing import FloorDiv
 from .ir import Pointwise, TensorBox
 from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
 from .virtualized import ops
@@ -73,6 +81,28 @@ def max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ce
     return out, at
 
 
+def _avg_divisor(kernel, stride, padding, in_h, in_w, count_include_pad, divisor_override):
+    """Eager's divisor of output element ``(oh, ow)`` as a function: ``divisor_override``, else the window
+    ``[o * s - p, o * s - p + k)`` cut at the padded input's end (``count_include_pad``) or also at the input's;
+    with a flag that is false where the window holds no input element (eager writes 0 there)."""
+    def extent(o, k, s, p, n):
+        lo = ops.index_expr(o * s - p, torch.int64)
+        hi = ops.minimum(ops.add(lo, ops.constant(k, torch.int64)), ops.add(_size_value(n), ops.constant(p, torch.int64)))
+        inside = ops.sub(ops.minimum(hi, _size_value(n)), ops.maximum(lo, ops.constant(0, torch.int64)))
+        return ops.sub(hi, lo), inside
+
+    def divisor(oh, ow):
+        padded_h, rows = extent(oh, kernel[0], stride[0], padding[0], in_h)
+        padded_w, cols = extent(ow, kernel[1], stride[1], padding[1], in_w)
+        if divisor_override:
+            count = ops.constant(divisor_override, torch.int64)
+        else:
+            count = ops.mul(padded_h, padded_w) if count_include_pad else ops.mul(rows, cols)
+        zero = ops.constant(0, torch.int64)
+        return count, ops.logical_and(ops.gt(rows, zero), ops.gt(cols, zero))
+    return divisor
+
+
 @register_lowering(aten.avg_pool2d)
 def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     kernel, padding = _pair(kernel_size), _pair(padding)
@@ -82,13 +112,7 @@ def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
     in_h, in_w = x.get_size()[-2:]
     dtype, loader = x.get_dtype(), x.make_loader()
 
-    def extent(o, k, s, p, n):
-        """Eager's window along one dim, ``[o * s - p, o * s - p + k)`` cut at the padded input's end: its length,
-        and the length of its part inside the input (int64 values)."""
-        lo = ops.index_expr(o * s - p, torch.int64)
-        hi = ops.minimum(ops.add(lo, ops.constant(k, torch.int64)), ops.add(_size_value(n), ops.constant(p, torch.int64)))
-        inside = ops.sub(ops.minimum(hi, _size_value(n)), ops.maximum(lo, ops.constant(0, torch.int64)))
-        return ops.sub(hi, lo), inside
+    divisor = _avg_divisor(kernel, stride, padding, in_h, in_w, count_include_pad, divisor_override)
 
     def inner_fn(index):
         *outer, oh, ow = index
@@ -98,13 +122,68 @@ def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
                 h, w = oh * stride[0] - padding[0] + i, ow * stride[1] - padding[1] + j
                 valid = ops.logical_and(_in_range(h, 0, in_h), _in_range(w, 0, in_w))
                 total = ops.add(total, _masked_load(loader, [*outer, h, w], valid, dtype, dtype))
-        padded_h, rows = extent(oh, kernel[0], stride[0], padding[0], in_h)
-        padded_w, cols = extent(ow, kernel[1], stride[1], padding[1], in_w)
-        if divisor_override:
-            divisor = ops.constant(divisor_override, torch.int64)
-        else:
-            divisor = ops.mul(padded_h, padded_w) if count_include_pad else ops.mul(rows, cols)
-        zero = ops.constant(0, torch.int64)
-        some = ops.logical_and(ops.gt(rows, zero), ops.gt(cols, zero))  # else eager writes 0
-        return ops.where(some, ops.truediv(total, ops.to_dtype(divisor, dtype)), ops.constant(0, dtype))
+        count, some = divisor(oh, ow)
+        return ops.where(some, ops.truediv(total, ops.to_dtype(count, dtype)), ops.constant(0, dtype))
     return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size, origins=origins_of([x])))
+
+
+def _candidates(in_pos, kernel, stride, padding, dilation=1) -> list:
+    """The output positions whose window may hold input position ``in_pos`` along one dim (see the docstring)."""
+    reach = (kernel - 1) * dilation + 1
+    return [FloorDiv(in_pos + padding, stride) - i for i in range(-(-reach // stride))]
+
+
+def _pool_backward(grad, x, kernel, stride, padding, dilation, take) -> TensorBox:
+    """``x``'s gradient: for each input element, the sum of ``take(outer, oh, ow, h, w, grad_value, inside)`` over
+    its candidate output elements (``inside``: the candidate is an output element; ``take`` returns the
+    contribution, 0 where it is not this input element's)."""
+    if not grad.get_dtype().is_floating_point:
+        raise NotImplementedError("pooling backward of an integer tensor")
+    dims = list(zip(kernel, stride, padding, dilation))  # (k, s, p, d) along h, then w
+    if math.prod(-(-((k - 1) * d + 1) // s) for k, s, _, d in dims) > MAX_WINDOW:
+        raise NotImplementedError(f"a pooling backward of more than {MAX_WINDOW} candidate outputs per element")
+    out_h, out_w = grad.get_size()[-2:]
+    dtype, loader = grad.get_dtype(), grad.make_loader()
+
+    def inner_fn(index):
+        *outer, h, w = index
+        total = ops.constant(0, dtype)
+        for oh in _candidates(h, *dims[0]):
+            for ow in _candidates(w, *dims[1]):
+                inside = ops.logical_and(_in_range(oh, 0, out_h), _in_range(ow, 0, out_w))
+                value = _masked_load(loader, [*outer, oh, ow], inside, dtype, dtype)
+                part = take(outer, oh, ow, h, w, value, inside)
+                total = ops.add(total, ops.where(inside, part, ops.constant(0, dtype)))
+        return total
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, list(x.get_size()),
+                                      origins=origins_of([grad, x])))
+
+
+@register_lowering(aten.max_pool2d_with_indices_backward)
+def max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    kernel, padding, dilation = _pair(kernel_size), _pair(padding), _pair(dilation)
+    stride = _pair(stride, kernel)
+    in_w, index_loader = x.get_size()[-1], indices.make_loader()
+
+    def take(outer, oh, ow, h, w, value, inside):
+        saved = _masked_load(index_loader, [*outer, oh, ow], inside, torch.int64, torch.int64, -1)
+        mine = ops.eq(saved, ops.index_expr(h * in_w + w, torch.int64))
+        return ops.where(mine, value, ops.constant(0, grad.get_dtype()))
+    return _pool_backward(grad, x, kernel, stride, padding, dilation, take)
+
+
+@register_lowering(aten.avg_pool2d_backward)
+def avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    kernel, padding = _pair(kernel_size), _pair(padding)
+    stride = _pair(stride, kernel)
+    in_h, in_w = x.get_size()[-2:]
+    divisor = _avg_divisor(kernel, stride, padding, in_h, in_w, count_include_pad, divisor_override)
+
+    def take(outer, oh, ow, h, w, value, inside):
+        covers = ops.logical_and(ops.gt(ops.index_expr(oh * stride[0] - padding[0] + kernel[0], torch.int64),
+                                        ops.index_expr(h, torch.int64)),
+                                 ops.gt(ops.index_expr(ow * stride[1] - padding[1] + kernel[1], torch.int64),
+                                        ops.index_expr(w, torch.int64)))
+        share = ops.truediv(value, ops.to_dtype(divisor(oh, ow)[0], grad.get_dtype()))
+        return ops.where(covers, share, ops.constant(0, grad.get_dtype()))
+    return _pool_backward(grad, x, kernel, stride, padding, [1, 1], take)
