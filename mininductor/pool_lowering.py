@@ -42,7 +42,7 @@ def _pair(v, default=None) -> list[int]:
 
 def _check_window(x, kernel) -> None:
     if not x.get_dtype().is_floating_point:
-        raise NotImplementedError("pooling of an integer tensor (eager's CPU kernels refuse it)")
+        raise NotImplementedError("pooling of an integer tensor (ATen's integer rules: no -inf, truncating average)")
     if math.prod(kernel) > MAX_WINDOW:
         raise NotImplementedError(f"a pooling window of {math.prod(kernel)} elements (more than {MAX_WINDOW})")
 

@@ -32,6 +32,7 @@ import sys
 import warnings
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import minidynamo
@@ -53,7 +54,7 @@ REDUCTIONS = ["sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", 
               "log_softmax", "any", "all", "max_dim", "min_dim", "norm", "cumsum", "cumprod", "sum_dtype",
               "count_nonzero", "aminmax", "nansum", "var_mean"]
 VIEWS = ["t", "slice", "unsqueeze", "expand", "flip", "permute", "reshape", "cat", "stack", "narrow", "select",
-         "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather"]
+         "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather", "maxpool", "avgpool"]
 # Ops without a derivative, or whose derivative is not defined where random inputs land (kinks, poles, domains):
 # the --grad programs leave them out.
 NOT_DIFFERENTIABLE = {
@@ -130,6 +131,10 @@ def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
         "transpose_contig": lambda: x.transpose(0, -1).contiguous(),
         "index_select": lambda: x.index_select(d, torch.tensor([x.shape[d] - 1, 0, 0]) % max(x.shape[d], 1)),
         "gather": lambda: torch.gather(x, d, torch.arange(x.numel()).reshape(x.shape) * 7 % max(x.shape[d], 1)),
+        # (C, H, W) only: windows with padding, ceil_mode and both divisors, from r
+        "maxpool": lambda: F.max_pool2d(x, 2 + r % 2, 1 + r % 3 // 2, 1, ceil_mode=r % 5 < 2) if x.dim() == 3 else x,
+        "avgpool": lambda: F.avg_pool2d(x, 3, 1 + r % 2, 1, ceil_mode=r % 5 < 2, count_include_pad=r % 3 == 0)
+        if x.dim() == 3 else x,
     }
     return views[name]()
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import minidynamo
 from mininductor import metrics
 
-from .utils import DEVICE, check, leaves
+from .utils import DEVICE, check, cpu_only, leaves
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -40,6 +40,14 @@ def test_max_pool2d_with_indices_is_one_kernel(name, dtype):
 
 def test_a_window_of_more_than_25_elements_falls_back():
     check(lambda x: F.max_pool2d(x, 6, return_indices=True), torch.randn(1, 2, 12, 12), fallbacks=1)
+
+
+@cpu_only  # eager's CUDA avg_pool2d refuses int64
+def test_integer_pooling_falls_back_with_eager_values():
+    """Eager's CPU kernels pool int64 tensors (a truncating average, no -inf to start a maximum from): left to ATen, counted
+    (found by the lowering fuzzer, which pools a (C, H, W) value of any dtype)."""
+    x = torch.arange(2 * 5 * 5).reshape(2, 5, 5) * 7 % 11
+    check(lambda x: (F.avg_pool2d(x, 3, 1, 1), F.max_pool2d(x, 2)), x, fallbacks=2)
 
 
 @pytest.mark.parametrize("kind, kw", [
