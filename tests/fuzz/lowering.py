@@ -18,10 +18,11 @@ of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs wit
 way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
 NaN and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains
 (``sin`` of a ``expm1`` of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16
-(an overflow to inf, then inf * 0 is NaN) where we, like eager's CUDA kernel, multiply in float32; eager's
-``softplus`` (and ``mish``) of x below -88 is a float32 denormal where its decomposition ``log1p(exp(x))`` (ours and
-upstream's) is 0, which a ``logical_or`` or ``all`` after it shows; an op eager refuses for a dtype (``log_softmax``
-of a bool tensor) but runs without complaint on an empty tensor, where our trace refuses it always.
+(an overflow to inf, then inf * 0 is NaN) and its ``cumsum`` of float32 adds in float64, where we, like eager's CUDA
+kernels, use float32 (a ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below
+-88 is a float32 denormal where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a
+``logical_or`` or ``all`` after it shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but
+runs without complaint on an empty tensor, where our trace refuses it always.
 """
 from __future__ import annotations
 
