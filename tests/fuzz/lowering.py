@@ -9,9 +9,10 @@ Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (ab
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
 ``--dynamic`` programs). Each seed is a program: one to three inputs (float16/bfloat16/float32/float64, integers,
 bool; broadcast, column-major, with gaps, sometimes holding NaN, infinities and signed zeros) and one to six steps
-drawn from unary, binary, reduction, scan, view and pooling ops. A program eager refuses is skipped; every other one must
-give eager's results. A mismatch or an error is printed with its seed and steps; rerun one seed with ``SEED 1`` to
-look at it. The last line counts programs and the ATen ops that fell back (no lowering: correct, but not compiled).
+drawn from unary, binary, reduction, scan, view and pooling ops. A program eager refuses is skipped; every other one
+must give eager's results. A mismatch or an error is printed with its seed and steps; rerun one seed with ``SEED 1``
+to look at it. The last line counts programs and the ATen ops that fell back (no lowering: correct, but not
+compiled).
 
 Known differences that are not bugs (left out of the op lists, or reported as a mismatch to be read): the sign bit
 of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third
