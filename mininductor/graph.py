@@ -77,8 +77,8 @@ def float_size(val):
 
 def _size_mod(a, b):
     """``a % b`` of sizes (``roll``'s decomposition takes its shift modulo the size): ``ModularIndexing``, printed
-    ``%``, which is Python's floor modulo in the wrapper but C's remainder in a kernel -- the same only for
-    ``a >= 0 < b``; else refused."""
+    ``%``, which is Python's floor modulo in the wrapper but C's remainder in a kernel -- the same only when
+    ``a >= 0`` and ``b > 0``; else refused."""
     if not (statically_true(sympy.Ge(a, 0)) and statically_true(sympy.Gt(b, 0))):
         raise NotImplementedError(f"symbolic compile: {a} % {b} of a size that may be negative")
     return as_size(ModularIndexing(a, 1, b))

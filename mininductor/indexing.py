@@ -144,14 +144,18 @@ def _structurally_le(a, b) -> bool:
 
 def size_min(a, b):
     """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true``)."""
-    if _structurally_le(a, b) or _structurally_le(b, a):
-        return a if _structurally_le(a, b) else b
+    if _structurally_le(a, b):
+        return a
+    if _structurally_le(b, a):
+        return b
     return a if statically_true(sympy.Le(a, b)) else b
 
 
 def size_max(a, b):
-    if _structurally_le(a, b) or _structurally_le(b, a):
-        return b if _structurally_le(a, b) else a
+    if _structurally_le(a, b):
+        return b
+    if _structurally_le(b, a):
+        return a
     return a if statically_true(sympy.Ge(a, b)) else b
 
 

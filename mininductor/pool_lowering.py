@@ -180,10 +180,10 @@ def avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count_
     divisor = _avg_divisor(kernel, stride, padding, in_h, in_w, count_include_pad, divisor_override)
 
     def take(outer, oh, ow, h, w, value, inside):
-        covers = ops.logical_and(ops.gt(ops.index_expr(oh * stride[0] - padding[0] + kernel[0], torch.int64),
-                                        ops.index_expr(h, torch.int64)),
-                                 ops.gt(ops.index_expr(ow * stride[1] - padding[1] + kernel[1], torch.int64),
-                                        ops.index_expr(w, torch.int64)))
+        # a candidate starts at or before (h, w); it covers it when it ends after it
+        zero = ops.constant(0, torch.int64)
+        covers = ops.logical_and(ops.gt(ops.index_expr(oh * stride[0] - padding[0] + kernel[0] - h, torch.int64), zero),
+                                 ops.gt(ops.index_expr(ow * stride[1] - padding[1] + kernel[1] - w, torch.int64), zero))
         share = ops.truediv(value, ops.to_dtype(divisor(oh, ow)[0], grad.get_dtype()))
         return ops.where(covers, share, ops.constant(0, grad.get_dtype()))
     return _pool_backward(grad, x, kernel, stride, padding, [1, 1], take)
