@@ -11,10 +11,27 @@ import pytest
 import torch
 
 import minidynamo
+from mininductor import metrics
 
 from .utils import assert_same, frames_ok, leaves
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+
+def _train_steps_match_eager(bn, shape, steps: int) -> None:
+    """``steps`` training calls of ``minicompile(bn)`` against a copy of ``bn`` in eager: outputs, input and
+    parameter gradients, and the running buffers after each step."""
+    bn_ref = copy.deepcopy(bn)
+    compiled = minidynamo.minicompile(bn)
+    for _ in range(steps):
+        (x,), (x_ref,) = leaves(torch.randn(shape))
+        y, y_ref = compiled(x), bn_ref(x_ref)
+        assert_same(y, y_ref, atol=1e-5, rtol=1e-5)
+        y.pow(2).sum().backward()
+        y_ref.pow(2).sum().backward()
+        assert_same(x.grad, x_ref.grad, atol=1e-4, rtol=1e-4)
+        assert_same(list(bn.buffers()), list(bn_ref.buffers()), atol=1e-6, rtol=1e-6)
+        assert_same([p.grad for p in bn.parameters()], [p.grad for p in bn_ref.parameters()], atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("make, shape", [(lambda: torch.nn.BatchNorm1d(4, momentum=None), (8, 4)),
@@ -25,17 +42,7 @@ def test_batch_norm_cumulative_average_compiles_once(make, shape):
     one recompile per training step.  The counter is now a mutated buffer of a single graph.  (Training round 9.)"""
     torch.manual_seed(0)
     bn = make()
-    bn_ref = copy.deepcopy(bn)
-    compiled = minidynamo.minicompile(bn)
-    for _ in range(4):
-        (x,), (x_ref,) = leaves(torch.randn(shape))
-        y, y_ref = compiled(x), bn_ref(x_ref)
-        assert_same(y, y_ref, atol=1e-5, rtol=1e-5)
-        y.pow(2).sum().backward()
-        y_ref.pow(2).sum().backward()
-        assert_same(x.grad, x_ref.grad, atol=1e-4, rtol=1e-4)
-        assert_same(list(bn.buffers()), list(bn_ref.buffers()), atol=1e-6, rtol=1e-6)
-        assert_same([p.grad for p in bn.parameters()], [p.grad for p in bn_ref.parameters()], atol=1e-4, rtol=1e-4)
+    _train_steps_match_eager(bn, shape, steps=4)
     assert bn.num_batches_tracked.item() == 4
     assert frames_ok() == 1 and not minidynamo.counters["graph_break"]
 
@@ -72,21 +79,8 @@ def test_batch_norm_training_is_compiled_not_a_fallback(make, shape):
     """In training, AOTAutograd's graph holds ``_native_batch_norm_legit_functional`` (the statistics and the new
     running buffers), which we did not decompose: an ATen fallback in every training graph with a BatchNorm
     (found compiling a small conv net). It is now decomposed as upstream does: kernels only."""
-    from mininductor import metrics
     torch.manual_seed(0)
-    bn = make()
-    bn_ref = copy.deepcopy(bn)
-    compiled = minidynamo.minicompile(bn)
-    metrics.reset()
-    for _ in range(3):
-        (x,), (x_ref,) = leaves(torch.randn(shape))
-        y, y_ref = compiled(x), bn_ref(x_ref)
-        assert_same(y, y_ref, atol=1e-5, rtol=1e-5)
-        y.pow(2).sum().backward()
-        y_ref.pow(2).sum().backward()
-        assert_same(x.grad, x_ref.grad, atol=1e-4, rtol=1e-4)
-        assert_same(list(bn.buffers()), list(bn_ref.buffers()), atol=1e-6, rtol=1e-6)
-        assert_same([p.grad for p in bn.parameters()], [p.grad for p in bn_ref.parameters()], atol=1e-4, rtol=1e-4)
+    _train_steps_match_eager(make(), shape, steps=3)
     assert frames_ok() == 1 and not minidynamo.counters["graph_break"]
     assert metrics.fallback_count == 0, metrics.fallback_ops
     assert metrics.generated_kernel_count > 0
