@@ -61,9 +61,10 @@ def test_pooling_backwards_match_eager(kind, kw):
     """Each input element gathers from the output elements whose window may hold it: for the maximum where the
     saved index is its own (ties: the first), for the average its share under eager's divisor."""
     pool = F.max_pool2d if kind == "max" else F.avg_pool2d
+    _pool_backward_matches_eager(lambda x: pool(x * 3, **kw).pow(2))
 
-    def fn(x):
-        return pool(x.sin() * 3, **kw).pow(2)
+
+def _pool_backward_matches_eager(fn):
     x0 = torch.randn(2, 3, 7, 9, device=DEVICE)
     x0[0, 0, 2, 2:4] = 5.0  # a tie
     (x,), (x_ref,) = leaves(x0)
@@ -73,6 +74,15 @@ def test_pooling_backwards_match_eager(kind, kw):
     out_ref.backward(grad)
     torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+@pytest.mark.xfail(DEVICE == "cuda", strict=True, reason=(
+    "ptxas miscompiles this kernel (Triton 3.6 on an H200; docs/debugging.md): the average pooling's "
+    "gradient fused with the cos of sin's backward, whose slow path (a loop over local memory) libdevice inlines. "
+    "Its source is correct: interpreted, or built with DISABLE_PTXAS_OPT=1, it matches eager"))
+def test_a_pooling_gradient_fused_with_a_cosine_matches_eager():
+    kw = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
+    _pool_backward_matches_eager(lambda x: F.avg_pool2d(x.sin() * 3, **kw).pow(2))
 
 
 def test_max_pool_in_training_matches_eager_gradients():
