@@ -1,5 +1,5 @@
-"""Max and average pooling (``max_pool2d_with_indices``, ``avg_pool2d``) and their backwards: pointwise loops whose
-body unrolls the window.
+"""Max and average pooling (``max_pool2d_with_indices``, ``avg_pool2d``, and the adaptive pools) and their backwards:
+pointwise loops whose body unrolls the window.
 
 Each output element ``(..., oh, ow)`` reads the ``kh * kw`` input elements of its window, in row-major order,
 at ``h = oh * stride - padding + i * dilation`` (and the same for ``w``); a position outside the input (padding,
@@ -18,6 +18,10 @@ values of ``i`` (``reach``: the window's span, ``(k - 1) * dilation + 1``), mask
 The maximum's takes ``grad[o]`` where the saved index is ``h * W + w``; the average's takes ``grad[o] / divisor(o)``
 where ``o``'s window covers ``h``. More than 25 candidates per element fall back to ATen, as upstream's lowerings
 of the same names do.
+
+The adaptive pools use the same loops with eager's adaptive windows (see "adaptive pooling" below); their window
+length varies with the output position, so the longest is unrolled and masked, and it must be a number: over
+symbolic sizes they fall back.
 """
 from __future__ import annotations
 
@@ -47,38 +51,61 @@ def _check_window(x, kernel) -> None:
         raise NotImplementedError(f"a pooling window of {math.prod(kernel)} elements (more than {MAX_WINDOW})")
 
 
+def _max_over(loader, outer, rows, cols, in_w, dtype):
+    """The running ``(value, index)`` over the window ``rows x cols`` (lists of ``(position, valid)``), in
+    row-major order, with eager's rules (see the docstring); the index is ``h * W + w``, int64."""
+    best, best_at, seen = ops.constant(float("-inf"), dtype), ops.constant(-1, torch.int64), None
+    for h, valid_h in rows:
+        for w, valid_w in cols:
+            valid = ops.logical_and(valid_h, valid_w)
+            value = _masked_load(loader, [*outer, h, w], valid, dtype, dtype, float("-inf"))
+            at = ops.index_expr(h * in_w + w, torch.int64)
+            wins = ops.logical_and(valid, ops.logical_or(ops.gt(value, best), ops.isnan(value)))
+            first = valid if seen is None else ops.logical_and(valid, ops.logical_not(seen))
+            best = ops.where(wins, value, best)
+            best_at = ops.where(ops.logical_or(wins, first), at, best_at)
+            seen = valid if seen is None else ops.logical_or(seen, valid)
+    return best, best_at
+
+
+def _sum_over(loader, outer, rows, cols, dtype):
+    """The sum of the window ``rows x cols`` (lists of ``(position, valid)``; invalid positions add 0)."""
+    total = ops.constant(0, dtype)
+    for h, valid_h in rows:
+        for w, valid_w in cols:
+            valid = ops.logical_and(valid_h, valid_w)
+            total = ops.add(total, _masked_load(loader, [*outer, h, w], valid, dtype, dtype))
+    return total
+
+
+def _strided_window(o, k, s, p, d, n) -> list:
+    """Along one dim, the window of output position ``o``: ``(o * s - p + i * d, inside the input)``."""
+    return [(o * s - p + i * d, _in_range(o * s - p + i * d, 0, n)) for i in range(k)]
+
+
+def _values_and_indices(x, size, window) -> tuple[TensorBox, TensorBox]:
+    """Two ``Pointwise`` nodes with one body (``window(index) -> (value, index)``), fused into one kernel."""
+    device, dtype, origins = x.get_device(), x.get_dtype(), origins_of([x])
+    out = TensorBox.create(Pointwise(device, dtype, lambda index: window(index)[0], size, origins=origins))
+    at = TensorBox.create(Pointwise(device, torch.int64, lambda index: window(index)[1], size, origins=origins))
+    return out, at
+
+
 @register_lowering(aten.max_pool2d_with_indices)
 def max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     kernel, padding, dilation = _pair(kernel_size), _pair(padding), _pair(dilation)
     stride = _pair(stride, kernel)
     _check_window(x, kernel)
     values, _ = meta_val()  # the output size, ceil_mode included
-    size = list(values.shape)
     in_h, in_w = x.get_size()[-2:]
-    dtype, loader = x.get_dtype(), x.make_loader()
+    dims = list(zip(kernel, stride, padding, dilation, (in_h, in_w)))  # (k, s, p, d, n) along h, then w
+    loader = x.make_loader()
 
     def window(index):
-        """The running (value, index) over the window of output element ``index``."""
         *outer, oh, ow = index
-        best, best_at, seen = ops.constant(float("-inf"), dtype), ops.constant(-1, torch.int64), None
-        for i in range(kernel[0]):
-            for j in range(kernel[1]):
-                h = oh * stride[0] - padding[0] + i * dilation[0]
-                w = ow * stride[1] - padding[1] + j * dilation[1]
-                valid = ops.logical_and(_in_range(h, 0, in_h), _in_range(w, 0, in_w))
-                value = _masked_load(loader, [*outer, h, w], valid, dtype, dtype, float("-inf"))
-                at = ops.index_expr(h * in_w + w, torch.int64)
-                wins = ops.logical_and(valid, ops.logical_or(ops.gt(value, best), ops.isnan(value)))
-                first = valid if seen is None else ops.logical_and(valid, ops.logical_not(seen))
-                best = ops.where(wins, value, best)
-                best_at = ops.where(ops.logical_or(wins, first), at, best_at)
-                seen = valid if seen is None else ops.logical_or(seen, valid)
-        return best, best_at
-
-    device, origins = x.get_device(), origins_of([x])
-    out = TensorBox.create(Pointwise(device, dtype, lambda index: window(index)[0], size, origins=origins))
-    at = TensorBox.create(Pointwise(device, torch.int64, lambda index: window(index)[1], size, origins=origins))
-    return out, at
+        return _max_over(loader, outer, _strided_window(oh, *dims[0]), _strided_window(ow, *dims[1]), in_w,
+                         x.get_dtype())
+    return _values_and_indices(x, list(values.shape), window)
 
 
 def _avg_divisor(kernel, stride, padding, in_h, in_w, count_include_pad, divisor_override):
@@ -116,12 +143,8 @@ def avg_pool2d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
 
     def inner_fn(index):
         *outer, oh, ow = index
-        total = ops.constant(0, dtype)
-        for i in range(kernel[0]):
-            for j in range(kernel[1]):
-                h, w = oh * stride[0] - padding[0] + i, ow * stride[1] - padding[1] + j
-                valid = ops.logical_and(_in_range(h, 0, in_h), _in_range(w, 0, in_w))
-                total = ops.add(total, _masked_load(loader, [*outer, h, w], valid, dtype, dtype))
+        rows = _strided_window(oh, kernel[0], stride[0], padding[0], 1, in_h)
+        total = _sum_over(loader, outer, rows, _strided_window(ow, kernel[1], stride[1], padding[1], 1, in_w), dtype)
         count, some = divisor(oh, ow)
         return ops.where(some, ops.truediv(total, ops.to_dtype(count, dtype)), ops.constant(0, dtype))
     return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size, origins=origins_of([x])))
@@ -133,23 +156,26 @@ def _candidates(in_pos, kernel, stride, padding, dilation=1) -> list:
     return [FloorDiv(in_pos + padding, stride) - i for i in range(-(-reach // stride))]
 
 
-def _pool_backward(grad, x, kernel, stride, padding, dilation, take) -> TensorBox:
-    """``x``'s gradient: for each input element, the sum of ``take(outer, oh, ow, h, w, grad_value, inside)`` over
-    its candidate output elements (``inside``: the candidate is an output element; ``take`` returns the
-    contribution, 0 where it is not this input element's)."""
+def _check_candidates(count: int) -> None:
+    if count > MAX_WINDOW:
+        raise NotImplementedError(f"a pooling backward of {count} candidate outputs per element (more than {MAX_WINDOW})")
+
+
+def _pool_backward(grad, x, candidates, take) -> TensorBox:
+    """``x``'s gradient: for each input element ``(h, w)``, the sum of ``take(outer, oh, ow, h, w, grad_value,
+    inside)`` over its candidate output elements (``candidates(h, w) -> (ohs, ows)``; ``inside``: the candidate is
+    an output element; ``take`` returns the contribution, 0 where it is not this input element's)."""
     if not grad.get_dtype().is_floating_point:
         raise NotImplementedError("pooling backward of an integer tensor")
-    dims = list(zip(kernel, stride, padding, dilation))  # (k, s, p, d) along h, then w
-    if math.prod(-(-((k - 1) * d + 1) // s) for k, s, _, d in dims) > MAX_WINDOW:
-        raise NotImplementedError(f"a pooling backward of more than {MAX_WINDOW} candidate outputs per element")
     out_h, out_w = grad.get_size()[-2:]
     dtype, loader = grad.get_dtype(), grad.make_loader()
 
     def inner_fn(index):
         *outer, h, w = index
         total = ops.constant(0, dtype)
-        for oh in _candidates(h, *dims[0]):
-            for ow in _candidates(w, *dims[1]):
+        ohs, ows = candidates(h, w)
+        for oh in ohs:
+            for ow in ows:
                 inside = ops.logical_and(_in_range(oh, 0, out_h), _in_range(ow, 0, out_w))
                 value = _masked_load(loader, [*outer, oh, ow], inside, dtype, dtype)
                 part = take(outer, oh, ow, h, w, value, inside)
@@ -159,17 +185,28 @@ def _pool_backward(grad, x, kernel, stride, padding, dilation, take) -> TensorBo
                                       origins=origins_of([grad, x])))
 
 
-@register_lowering(aten.max_pool2d_with_indices_backward)
-def max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
-    kernel, padding, dilation = _pair(kernel_size), _pair(padding), _pair(dilation)
-    stride = _pair(stride, kernel)
-    in_w, index_loader = x.get_size()[-1], indices.make_loader()
+def _strided_candidates(kernel, stride, padding, dilation):
+    """``candidates`` for ``_pool_backward`` of a strided window (refused past ``MAX_WINDOW``)."""
+    dims = list(zip(kernel, stride, padding, dilation))  # (k, s, p, d) along h, then w
+    _check_candidates(math.prod(-(-((k - 1) * d + 1) // s) for k, s, _, d in dims))
+    return lambda h, w: (_candidates(h, *dims[0]), _candidates(w, *dims[1]))
 
+
+def _take_if_saved_index(index_loader, in_w, dtype):
+    """The maximum's ``take``: the gradient of the candidates whose saved index is this element's."""
     def take(outer, oh, ow, h, w, value, inside):
         saved = _masked_load(index_loader, [*outer, oh, ow], inside, torch.int64, torch.int64, -1)
         mine = ops.eq(saved, ops.index_expr(h * in_w + w, torch.int64))
-        return ops.where(mine, value, ops.constant(0, grad.get_dtype()))
-    return _pool_backward(grad, x, kernel, stride, padding, dilation, take)
+        return ops.where(mine, value, ops.constant(0, dtype))
+    return take
+
+
+@register_lowering(aten.max_pool2d_with_indices_backward)
+def max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    kernel, padding, dilation = _pair(kernel_size), _pair(padding), _pair(dilation)
+    candidates = _strided_candidates(kernel, _pair(stride, kernel), padding, dilation)
+    return _pool_backward(grad, x, candidates, _take_if_saved_index(indices.make_loader(), x.get_size()[-1],
+                                                                    grad.get_dtype()))
 
 
 @register_lowering(aten.avg_pool2d_backward)
@@ -186,4 +223,103 @@ def avg_pool2d_backward(grad, x, kernel_size, stride, padding, ceil_mode, count_
                                  ops.gt(ops.index_expr(ow * stride[1] - padding[1] + kernel[1] - w, torch.int64), zero))
         share = ops.truediv(value, ops.to_dtype(divisor(oh, ow)[0], grad.get_dtype()))
         return ops.where(covers, share, ops.constant(0, grad.get_dtype()))
-    return _pool_backward(grad, x, kernel, stride, padding, [1, 1], take)
+    return _pool_backward(grad, x, _strided_candidates(kernel, stride, padding, [1, 1]), take)
+
+
+# ------------------------------------------------------------------------------------------------ adaptive pooling
+# Output position o of n_out along a dim of n_in pools the input positions [floor(o * n_in / n_out),
+# ceil((o + 1) * n_in / n_out)), eager's windows: they tile the input, overlapping by one where n_out does not
+# divide n_in. The window is unrolled at its longest length, the positions past its end masked; backward, input
+# position h is in the windows of outputs floor(h * n_out / n_in) up to ceil((h + 1) * n_out / n_in) - 1.
+
+def _adaptive_bounds(o, n_in: int, n_out: int):
+    """The window ``[start, end)`` of output position ``o`` (an index expression)."""
+    return FloorDiv(o * n_in, n_out), FloorDiv((o + 1) * n_in + n_out - 1, n_out)
+
+
+def _longest(n: int, m: int) -> int:
+    """The most positions an adaptive window of ``m`` over ``n`` holds: ``n / m``, or one more than its ceiling."""
+    return n // m if n % m == 0 else -(-n // m) + 1
+
+
+def _static_sizes(*sizes) -> list[int]:
+    try:
+        return [int(n) for n in sizes]
+    except TypeError:
+        raise NotImplementedError("adaptive pooling over a symbolic size (its window length varies)") from None
+
+
+def _adaptive_window(o, n_in: int, n_out: int) -> list:
+    """Along one dim, the window of output position ``o``: ``(start + i, before its end)``."""
+    start, end = _adaptive_bounds(o, n_in, n_out)
+    return [(start + i, ops.lt(ops.index_expr(start + i, torch.int64), ops.index_expr(end, torch.int64)))
+            for i in range(_longest(n_in, n_out))]
+
+
+def _adaptive_setup(x, meta_size):
+    if not x.get_dtype().is_floating_point:
+        raise NotImplementedError("adaptive pooling of an integer tensor")
+    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *meta_size[-2:])
+    if _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
+        raise NotImplementedError(f"an adaptive pooling window of more than {MAX_WINDOW} elements")
+    return in_h, in_w, out_h, out_w
+
+
+@register_lowering(aten._adaptive_avg_pool2d)
+def _adaptive_avg_pool2d(x, output_size):
+    size = list(meta_val().shape)
+    in_h, in_w, out_h, out_w = _adaptive_setup(x, size)
+    dtype, loader = x.get_dtype(), x.make_loader()
+
+    def inner_fn(index):
+        *outer, oh, ow = index
+        total = _sum_over(loader, outer, _adaptive_window(oh, in_h, out_h), _adaptive_window(ow, in_w, out_w), dtype)
+        return ops.truediv(total, ops.to_dtype(_adaptive_area(oh, ow, in_h, in_w, out_h, out_w), dtype))
+    return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size, origins=origins_of([x])))
+
+
+def _adaptive_area(oh, ow, in_h, in_w, out_h, out_w):
+    (h0, h1), (w0, w1) = _adaptive_bounds(oh, in_h, out_h), _adaptive_bounds(ow, in_w, out_w)
+    return ops.index_expr((h1 - h0) * (w1 - w0), torch.int64)
+
+
+@register_lowering(aten.adaptive_max_pool2d)
+def adaptive_max_pool2d(x, output_size):
+    values, _ = meta_val()
+    in_h, in_w, out_h, out_w = _adaptive_setup(x, values.shape)
+    loader = x.make_loader()
+
+    def window(index):
+        *outer, oh, ow = index
+        return _max_over(loader, outer, _adaptive_window(oh, in_h, out_h), _adaptive_window(ow, in_w, out_w), in_w,
+                         x.get_dtype())
+    return _values_and_indices(x, list(values.shape), window)
+
+
+def _adaptive_candidates(x, grad):
+    """``candidates`` for ``_pool_backward`` of an adaptive window (refused past ``MAX_WINDOW``)."""
+    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *grad.get_size()[-2:])
+    _check_candidates(_longest(out_h, in_h) * _longest(out_w, in_w))
+    return lambda h, w: ([FloorDiv(h * out_h, in_h) + i for i in range(_longest(out_h, in_h))],
+                         [FloorDiv(w * out_w, in_w) + i for i in range(_longest(out_w, in_w))])
+
+
+@register_lowering(aten._adaptive_avg_pool2d_backward)
+def _adaptive_avg_pool2d_backward(grad, x):
+    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *grad.get_size()[-2:])
+    dtype = grad.get_dtype()
+
+    def take(outer, oh, ow, h, w, value, inside):
+        # every candidate ends after (h, w); it covers it when it starts at or before it
+        starts_h, starts_w = _adaptive_bounds(oh, in_h, out_h)[0], _adaptive_bounds(ow, in_w, out_w)[0]
+        covers = ops.logical_and(ops.le(ops.index_expr(starts_h, torch.int64), ops.index_expr(h, torch.int64)),
+                                 ops.le(ops.index_expr(starts_w, torch.int64), ops.index_expr(w, torch.int64)))
+        share = ops.truediv(value, ops.to_dtype(_adaptive_area(oh, ow, in_h, in_w, out_h, out_w), dtype))
+        return ops.where(covers, share, ops.constant(0, dtype))
+    return _pool_backward(grad, x, _adaptive_candidates(x, grad), take)
+
+
+@register_lowering(aten.adaptive_max_pool2d_backward)
+def adaptive_max_pool2d_backward(grad, x, indices):
+    take = _take_if_saved_index(indices.make_loader(), x.get_size()[-1], grad.get_dtype())
+    return _pool_backward(grad, x, _adaptive_candidates(x, grad), take)

@@ -23,7 +23,9 @@ NaN and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinit
 kernels, use float32 (a ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below
 -88 is a float32 denormal where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a
 ``logical_or`` or ``all`` after it shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but
-runs without complaint on an empty tensor, where our trace refuses it always.
+runs without complaint on an empty tensor, where our trace refuses it always; eager's CPU ``logsumexp`` of
+bfloat16 rounds every step to bfloat16, where its decomposition (ours and upstream's) computes in float32 and
+rounds once, an ulp apart, which a ``div_floor`` after it can turn into 1 (seed 41300).
 """
 from __future__ import annotations
 
@@ -56,7 +58,8 @@ REDUCTIONS = ["sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", 
               "log_softmax", "any", "all", "max_dim", "min_dim", "norm", "cumsum", "cumprod", "sum_dtype",
               "count_nonzero", "aminmax", "nansum", "var_mean"]
 VIEWS = ["t", "slice", "unsqueeze", "expand", "flip", "permute", "reshape", "cat", "stack", "narrow", "select",
-         "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather", "maxpool", "avgpool"]
+         "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather", "maxpool", "avgpool",
+         "adaptive_max", "adaptive_avg"]
 # Ops without a derivative, or whose derivative is not defined where random inputs land (kinks, poles, domains):
 # the --grad programs leave them out.
 NOT_DIFFERENTIABLE = {
@@ -137,6 +140,9 @@ def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
         "maxpool": lambda: F.max_pool2d(x, 2 + r % 2, 1 + r % 3 // 2, 1, ceil_mode=r % 5 < 2) if x.dim() == 3 else x,
         "avgpool": lambda: F.avg_pool2d(x, 3, 1 + r % 2, 1, ceil_mode=r % 5 < 2, count_include_pad=r % 3 == 0)
         if x.dim() == 3 else x,
+        # output sizes from r: uneven windows, and outputs larger than the input
+        "adaptive_max": lambda: F.adaptive_max_pool2d(x, (1 + r % 4, 2 + r % 7)) if x.dim() == 3 else x,
+        "adaptive_avg": lambda: F.adaptive_avg_pool2d(x, (2 + r % 5, 1 + r % 3)) if x.dim() == 3 else x,
     }
     return views[name]()
 

@@ -1,0 +1,81 @@
+"""``adaptive_avg_pool2d`` and ``adaptive_max_pool2d`` lowered to one kernel each (``pool_lowering.py``), and their
+backwards, against eager: windows that tile the input unevenly (overlapping by one), outputs larger than the input,
+NaN and ``-inf`` (eager's index rules, as for ``max_pool2d``), ties, gradients. Too large a window, or a symbolic
+size, stays a counted ATen fallback.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minidynamo
+from mininductor import metrics
+
+from .utils import DEVICE, check, leaves
+
+pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+
+OUTPUT_SIZES = {"uneven": (3, 4), "one dim even": (7, 2), "larger than the input": (10, 12), "two columns": (5, 2)}
+
+
+def _input(dtype):
+    x = torch.randn(2, 3, 7, 9, dtype=dtype)
+    x[0, 0, 1, 1] = float("nan")
+    x[1, 0, 3, 3:5] = float("nan")  # two NaNs in one window: the last one's index
+    x[1, 2] = float("-inf")  # windows of -inf only: the index is the window's first position
+    x[0, 1, 4, 2:4] = 9.0  # a tie: the first one's index
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("name", list(OUTPUT_SIZES))
+def test_adaptive_max_pool2d_is_one_kernel(name, dtype):
+    size = OUTPUT_SIZES[name]
+    check(lambda x: F.adaptive_max_pool2d(x, size, return_indices=True), _input(dtype), kernels=1, fallbacks=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("name", list(OUTPUT_SIZES))
+def test_adaptive_avg_pool2d_is_one_kernel(name, dtype):
+    size = OUTPUT_SIZES[name]
+    tol = 1e-3 if dtype == torch.float16 else 1e-5
+    check(lambda x: F.adaptive_avg_pool2d(x, size), torch.randn(2, 3, 7, 9, dtype=dtype), kernels=1, fallbacks=0,
+          atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("name", list(OUTPUT_SIZES))
+def test_adaptive_pooling_backwards_match_eager(kind, name):
+    """Each input element gathers from the outputs whose window holds it (two where windows overlap)."""
+    pool, size = (F.adaptive_max_pool2d if kind == "max" else F.adaptive_avg_pool2d), OUTPUT_SIZES[name]
+
+    def fn(x):
+        return pool(x * 3, size).pow(2)
+    x0 = torch.randn(2, 3, 7, 9, device=DEVICE)
+    x0[0, 0, 2, 2:4] = 5.0  # a tie
+    (x,), (x_ref,) = leaves(x0)
+    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
+    grad = torch.randn_like(out_ref)
+    out.backward(grad)
+    out_ref.backward(grad)
+    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    # the forward's pooling (with the pow), the backward's gather, and x * 3 written out in the forward: the
+    # backward op reads only its size, but the partitioner saves it (as many bytes as x, which it would save instead)
+    assert metrics.generated_kernel_count == 3
+
+
+def test_a_window_of_more_than_25_elements_falls_back():
+    check(lambda x: (F.adaptive_avg_pool2d(x, 3), F.adaptive_max_pool2d(x, 3)), torch.randn(1, 2, 16, 16),
+          fallbacks=2)
+
+
+def test_symbolic_sizes_fall_back_with_eager_values():
+    """A window's length depends on the sizes: over symbolic sizes the op runs in ATen, counted."""
+    fn = lambda x: F.adaptive_avg_pool2d(x, (3, 4)).sin()
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for hw in ((8, 9), (11, 6)):
+        x = torch.randn(2, 3, *hw, device=DEVICE)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert metrics.fallback_count >= 1
+    assert all(op.startswith("aten._adaptive_avg_pool2d.default (adaptive pooling over a symbolic size")
+               for op in metrics.fallback_ops), metrics.fallback_ops
