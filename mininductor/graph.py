@@ -16,7 +16,17 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from . import config, index_lowering, ir, metrics, pool_lowering, reduction_lowering, view_lowering  # noqa: F401  (they register lowerings)
+# the *_lowering modules register their lowerings when imported
+from . import (  # noqa: F401
+    config,
+    division_lowering,
+    index_lowering,
+    ir,
+    metrics,
+    pool_lowering,
+    reduction_lowering,
+    view_lowering,
+)
 from .indexing import (
     FLOAT_SIZE_FUNCTIONS,
     FloorDiv,

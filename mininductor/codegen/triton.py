@@ -443,7 +443,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         ``CUDA_KERNEL_ASSERT``.  Lanes outside the kernel's masks (a padded block, the untaken side of
         ``ops.masked``) are not checked.  A kernel computes only what is used -- ``(a // b)[:2] + 1`` two
         quotients -- where eager divides everything first, so a tensor divisor is checked whole, by a separate
-        ``all(b != 0)`` reduction (``lowering._check_every_divisor``; fused with the division when their sizes
+        ``all(b != 0)`` reduction (``division_lowering._check_every_divisor``; fused with the division when their sizes
         agree)."""
         mask = self._mask(ok, self.r_node)
         if self.interpret:

@@ -9,7 +9,7 @@ through the kernel's ``_emit(text, dtype)``.  The simple ops are one line of tex
   without FP contraction]); bf16 rounding under the interpreter is done with integer ops.
 * integer ``floordiv``/``truncdiv``/``remainder`` with C's and Python's conventions reconciled; float ``fmod``
   exact on both sides (libdevice on the GPU, NumPy's under the interpreter); ``div_rn``, correctly rounded division
-  (float floor division is composed from these in ``lowering._float_floor_divide``).
+  (float floor division is composed from these in ``division_lowering._float_floor_divide``).
 * ``round`` and ``signbit``, exact; ``pow``, ``hypot``, ``expm1``/``log1p``/``tanh``/``sinh``/``cosh``, their
   inverses and the ``atan`` family: on the GPU CUDA's libdevice ([Note: libdevice on the GPU]), under the
   interpreter (which has no libdevice) portable formulas with C's answers at the edges ([Note: small-argument math
@@ -72,7 +72,7 @@ class TritonOverrides:
 
     def floordiv(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))  # integers: floats are lowered step by step
-        assert not dtype.is_floating_point, "float floor division is lowering._float_floor_divide's"
+        assert not dtype.is_floating_point, "float floor division is division_lowering._float_floor_divide's"
         q = self._emit(f"{a} // {b}", dtype)  # C truncation on GPU, floor in the interpreter: fix both up
         return self._emit(f"tl.where((({b} > 0) & ({q} * {b} > {a})) | (({b} < 0) & ({q} * {b} < {a})), "
                           f"{q} - 1, {q})", dtype)
