@@ -73,10 +73,14 @@ def as_size(value):
     """A size as the IR keeps it: a Python int, or a sympy expression over size symbols (``s77``, ``4*s77``).
 
     ``SymInt`` (from a symbolic trace) becomes its sympy expression; a sympy integer becomes an int, so static
-    graphs keep plain ints everywhere. See [Note: symbolic sizes in the IR]."""
+    graphs keep plain ints everywhere. A ``Min``/``Max`` of two sizes becomes the one the ShapeEnv decides is
+    smaller/larger (``Min(2, s31)`` is 2: a size symbol is at least 2), as a fake tensor's later ops took it, so
+    it broadcasts and views with that size. See [Note: symbolic sizes in the IR]."""
     if isinstance(value, torch.SymInt):
         value = value.node.expr
     if isinstance(value, sympy.Basic):
+        if isinstance(value, (sympy.Min, sympy.Max)) and len(value.args) == 2:  # a diagonal's length
+            value = (sym_min if isinstance(value, sympy.Min) else sym_max)(*value.args)
         return int(value) if value.is_Integer else value
     return int(value)
 

@@ -1,7 +1,7 @@
 """Sizes computed in a symbolic graph (``dynamic=True``) that sent it to one compile per shape, each found by the
 lowering fuzzer's ``--dynamic`` mode: ``min``/``max``/``%`` of sizes, a diagonal of two symbolic dims, ``select``
 at an index expression, a tuple index led by one, and kernels that read or write one element at such an index.
-Each test compares with eager and pins one frame, no recompile, one symbolic compile and no fallback.
+Each test compares with eager and pins the frames, recompiles, symbolic compiles and fallbacks.
 """
 import pytest
 import torch
@@ -26,6 +26,19 @@ def test_diagonal_of_symbolic_dims_compiles_symbolically():
     assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.specialisations == 0
     assert metrics.fallback_count == 0
     assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+
+
+def test_a_diagonal_whose_length_the_shape_env_decides_broadcasts_with_that_size():
+    """The diagonal of an ``(s77, 2)`` tensor (automatic dynamic shapes: only the rows are symbolic) has the fake
+    size ``Min(2, s77)``, which is 2 for every size the graph serves (a size symbol is at least 2); the lowering
+    kept ``Min(2, s77)``, which broadcast with nothing and viewed as nothing, so ``mul`` and ``view`` fell back
+    (lowering fuzzer, ``--grad``, seed 45037). Sizes now take the decided side of a ``Min``/``Max``."""
+    def fn(x, y):
+        d = torch.diagonal(x)
+        return d * y, d.view(1, 2) + 1
+    run_shapes(fn, lambda n: (torch.randn(n, 2), torch.randn(2)), [(3,), (6,), (9,)])
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+    assert minidynamo.counters["frames"]["ok"] == 2 and minidynamo.counters["recompiles"]["total"] == 1
 
 
 def test_select_at_a_symbolic_index_and_max_of_a_size_compile_symbolically():
