@@ -21,7 +21,7 @@ of the same names do.
 
 The adaptive pools use the same loops with eager's adaptive windows (see "adaptive pooling" below); their window
 length varies with the output position, so the longest is unrolled and masked, and it must be a number: over
-symbolic sizes they fall back.
+symbolic sizes they fall back. An average window too long to unroll is a masked ``sum`` ``Reduction`` instead.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import math
 import torch
 
 from .indexing import FloorDiv
-from .ir import Pointwise, TensorBox
+from .ir import Pointwise, Reduction, TensorBox
 from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
 from .virtualized import ops
 
@@ -238,8 +238,9 @@ def _adaptive_bounds(o, n_in: int, n_out: int):
 
 
 def _longest(n: int, m: int) -> int:
-    """The most positions an adaptive window of ``m`` over ``n`` holds: ``n / m``, or one more than its ceiling."""
-    return n // m if n % m == 0 else -(-n // m) + 1
+    """The most positions one of ``m`` adaptive windows over ``n`` holds (counted: at most ``ceil((n + m - 1) /
+    m)``, the bound upstream unrolls). With ``n`` and ``m`` swapped: the most windows one position is in."""
+    return max(-(-((o + 1) * n) // m) - o * n // m for o in range(m))
 
 
 def _static_sizes(*sizes) -> list[int]:
@@ -256,11 +257,11 @@ def _adaptive_window(o, n_in: int, n_out: int) -> list:
             for i in range(_longest(n_in, n_out))]
 
 
-def _adaptive_setup(x, meta_size):
+def _adaptive_setup(x, meta_size, window_limit: bool = True):
     if not x.get_dtype().is_floating_point:
         raise NotImplementedError("adaptive pooling of an integer tensor")
     in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *meta_size[-2:])
-    if _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
+    if window_limit and _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
         raise NotImplementedError(f"an adaptive pooling window of more than {MAX_WINDOW} elements")
     return in_h, in_w, out_h, out_w
 
@@ -268,7 +269,9 @@ def _adaptive_setup(x, meta_size):
 @register_lowering(aten._adaptive_avg_pool2d)
 def _adaptive_avg_pool2d(x, output_size):
     size = list(meta_val().shape)
-    in_h, in_w, out_h, out_w = _adaptive_setup(x, size)
+    in_h, in_w, out_h, out_w = _adaptive_setup(x, size, window_limit=False)
+    if _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
+        return _adaptive_avg_pool2d_by_reduction(x, size, in_h, in_w, out_h, out_w)
     dtype, loader = x.get_dtype(), x.make_loader()
 
     def inner_fn(index):
@@ -276,6 +279,32 @@ def _adaptive_avg_pool2d(x, output_size):
         total = _sum_over(loader, outer, _adaptive_window(oh, in_h, out_h), _adaptive_window(ow, in_w, out_w), dtype)
         return ops.truediv(total, ops.to_dtype(_adaptive_area(oh, ow, in_h, in_w, out_h, out_w), dtype))
     return TensorBox.create(Pointwise(x.get_device(), dtype, inner_fn, size, origins=origins_of([x])))
+
+
+def _adaptive_avg_pool2d_by_reduction(x, size, in_h, in_w, out_h, out_w) -> TensorBox:
+    """A window too large to unroll (a 32x32 plane to 2x2): a ``sum`` ``Reduction`` over the longest window's
+    ``(i, j)``, masked past each window's end and accumulated in float32 for fp16/bf16, then divided by the
+    window's area (upstream falls back here)."""
+    dtype, loader = x.get_dtype(), x.make_loader()
+    acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+    def inner_fn(index, rindex):
+        (*outer, oh, ow), (i, j) = index, rindex
+        (h0, h1), (w0, w1) = _adaptive_bounds(oh, in_h, out_h), _adaptive_bounds(ow, in_w, out_w)
+        inside = ops.logical_and(ops.lt(ops.index_expr(h0 + i, torch.int64), ops.index_expr(h1, torch.int64)),
+                                 ops.lt(ops.index_expr(w0 + j, torch.int64), ops.index_expr(w1, torch.int64)))
+        return _masked_load(loader, [*outer, h0 + i, w0 + j], inside, acc, dtype)
+    window = [_longest(in_h, out_h), _longest(in_w, out_w)]
+    total = TensorBox.create(Reduction(x.get_device(), acc, inner_fn, size, window, "sum", acc,
+                                       origins=origins_of([x])))
+    total.realize()
+    load = total.make_loader()
+
+    def mean(index):
+        *_, oh, ow = index
+        area = ops.to_dtype(_adaptive_area(oh, ow, in_h, in_w, out_h, out_w), acc)
+        return ops.to_dtype(ops.truediv(load(index), area), dtype)
+    return TensorBox.create(Pointwise(x.get_device(), dtype, mean, size, origins=origins_of([x])))
 
 
 def _adaptive_area(oh, ow, in_h, in_w, out_h, out_w):

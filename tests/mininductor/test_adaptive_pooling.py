@@ -1,7 +1,7 @@
 """``adaptive_avg_pool2d`` and ``adaptive_max_pool2d`` lowered to one kernel each (``pool_lowering.py``), and their
 backwards, against eager: windows that tile the input unevenly (overlapping by one), outputs larger than the input,
-NaN and ``-inf`` (eager's index rules, as for ``max_pool2d``), ties, gradients. Too large a window, or a symbolic
-size, stays a counted ATen fallback.
+NaN and ``-inf`` (eager's index rules, as for ``max_pool2d``), ties, gradients. An average window too large to unroll
+is a reduction; a max window that large, or a symbolic size, stays a counted ATen fallback.
 """
 import pytest
 import torch
@@ -65,9 +65,31 @@ def test_adaptive_pooling_backwards_match_eager(kind, name):
     assert metrics.generated_kernel_count == 3
 
 
-def test_a_window_of_more_than_25_elements_falls_back():
-    check(lambda x: (F.adaptive_avg_pool2d(x, 3), F.adaptive_max_pool2d(x, 3)), torch.randn(1, 2, 16, 16),
-          fallbacks=2)
+def test_a_max_window_of_more_than_25_elements_falls_back():
+    check(lambda x: F.adaptive_max_pool2d(x, 3), torch.randn(1, 2, 16, 16), fallbacks=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape, size", [((2, 3, 16, 16), 3), ((2, 3, 32, 32), (2, 2)), ((1, 2, 31, 20), (3, 2))])
+def test_an_average_window_of_more_than_25_elements_is_a_reduction(shape, size, dtype):
+    """Too large to unroll: a masked ``sum`` over the longest window (float32 for fp16/bf16), divided by the
+    window's area, in one kernel with what follows."""
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    check(lambda x: F.adaptive_avg_pool2d(x, size) * 2, torch.randn(shape, dtype=dtype), kernels=1, fallbacks=0,
+          atol=tol, rtol=tol)
+
+
+def test_a_large_average_window_trains_as_eager():
+    """Its backward gathers from at most four outputs per element (``_adaptive_avg_pool2d_backward``): lowered."""
+    def fn(x):
+        return F.adaptive_avg_pool2d(x, (3, 2)).pow(2)  # of x itself: no pool input to save (see above)
+    (x,), (x_ref,) = leaves(torch.randn(2, 3, 31, 20, device=DEVICE))
+    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
+    out.sum().backward()
+    out_ref.sum().backward()
+    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert metrics.generated_kernel_count == 2  # forward, backward
 
 
 def test_symbolic_sizes_fall_back_with_eager_values():
