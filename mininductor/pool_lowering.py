@@ -250,27 +250,31 @@ def _static_sizes(*sizes) -> list[int]:
         raise NotImplementedError("adaptive pooling over a symbolic size (its window length varies)") from None
 
 
-def _adaptive_window(o, n_in: int, n_out: int) -> list:
-    """Along one dim, the window of output position ``o``: ``(start + i, before its end)``."""
+def _adaptive_position(o, i, n_in: int, n_out: int):
+    """Along one dim, position ``i`` of output ``o``'s window: ``(start + i, before the window's end)``."""
     start, end = _adaptive_bounds(o, n_in, n_out)
-    return [(start + i, ops.lt(ops.index_expr(start + i, torch.int64), ops.index_expr(end, torch.int64)))
-            for i in range(_longest(n_in, n_out))]
+    return start + i, ops.lt(ops.index_expr(start + i, torch.int64), ops.index_expr(end, torch.int64))
 
 
-def _adaptive_setup(x, meta_size, window_limit: bool = True):
+def _adaptive_window(o, n_in: int, n_out: int) -> list:
+    """Along one dim, the window of output position ``o``, unrolled at the longest window's length."""
+    return [_adaptive_position(o, i, n_in, n_out) for i in range(_longest(n_in, n_out))]
+
+
+def _adaptive_setup(x, meta_size) -> tuple[list[int], bool]:
+    """``[in_h, in_w, out_h, out_w]`` (ints: refused when symbolic) and whether the longest window is too long to
+    unroll (more than ``MAX_WINDOW`` elements)."""
     if not x.get_dtype().is_floating_point:
         raise NotImplementedError("adaptive pooling of an integer tensor")
-    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *meta_size[-2:])
-    if window_limit and _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
-        raise NotImplementedError(f"an adaptive pooling window of more than {MAX_WINDOW} elements")
-    return in_h, in_w, out_h, out_w
+    in_h, in_w, out_h, out_w = sizes = _static_sizes(*x.get_size()[-2:], *meta_size[-2:])
+    return sizes, _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW
 
 
 @register_lowering(aten._adaptive_avg_pool2d)
 def _adaptive_avg_pool2d(x, output_size):
     size = list(meta_val().shape)
-    in_h, in_w, out_h, out_w = _adaptive_setup(x, size, window_limit=False)
-    if _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW:
+    (in_h, in_w, out_h, out_w), too_long = _adaptive_setup(x, size)
+    if too_long:
         return _adaptive_avg_pool2d_by_reduction(x, size, in_h, in_w, out_h, out_w)
     dtype, loader = x.get_dtype(), x.make_loader()
 
@@ -290,10 +294,8 @@ def _adaptive_avg_pool2d_by_reduction(x, size, in_h, in_w, out_h, out_w) -> Tens
 
     def inner_fn(index, rindex):
         (*outer, oh, ow), (i, j) = index, rindex
-        (h0, h1), (w0, w1) = _adaptive_bounds(oh, in_h, out_h), _adaptive_bounds(ow, in_w, out_w)
-        inside = ops.logical_and(ops.lt(ops.index_expr(h0 + i, torch.int64), ops.index_expr(h1, torch.int64)),
-                                 ops.lt(ops.index_expr(w0 + j, torch.int64), ops.index_expr(w1, torch.int64)))
-        return _masked_load(loader, [*outer, h0 + i, w0 + j], inside, acc, dtype)
+        (h, valid_h), (w, valid_w) = _adaptive_position(oh, i, in_h, out_h), _adaptive_position(ow, j, in_w, out_w)
+        return _masked_load(loader, [*outer, h, w], ops.logical_and(valid_h, valid_w), acc, dtype)
     window = [_longest(in_h, out_h), _longest(in_w, out_w)]
     total = TensorBox.create(Reduction(x.get_device(), acc, inner_fn, size, window, "sum", acc,
                                        origins=origins_of([x])))
@@ -315,7 +317,9 @@ def _adaptive_area(oh, ow, in_h, in_w, out_h, out_w):
 @register_lowering(aten.adaptive_max_pool2d)
 def adaptive_max_pool2d(x, output_size):
     values, _ = meta_val()
-    in_h, in_w, out_h, out_w = _adaptive_setup(x, values.shape)
+    (in_h, in_w, out_h, out_w), too_long = _adaptive_setup(x, values.shape)
+    if too_long:
+        raise NotImplementedError(f"an adaptive max pooling window of more than {MAX_WINDOW} elements")
     loader = x.make_loader()
 
     def window(index):

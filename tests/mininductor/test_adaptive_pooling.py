@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import minidynamo
 from mininductor import metrics
 
-from .utils import DEVICE, check, leaves
+from .utils import DEVICE, check, pool_gradient_matches_eager
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -47,18 +47,7 @@ def test_adaptive_avg_pool2d_is_one_kernel(name, dtype):
 def test_adaptive_pooling_backwards_match_eager(kind, name):
     """Each input element gathers from the outputs whose window holds it (two where windows overlap)."""
     pool, size = (F.adaptive_max_pool2d if kind == "max" else F.adaptive_avg_pool2d), OUTPUT_SIZES[name]
-
-    def fn(x):
-        return pool(x * 3, size).pow(2)
-    x0 = torch.randn(2, 3, 7, 9, device=DEVICE)
-    x0[0, 0, 2, 2:4] = 5.0  # a tie
-    (x,), (x_ref,) = leaves(x0)
-    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
-    grad = torch.randn_like(out_ref)
-    out.backward(grad)
-    out_ref.backward(grad)
-    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    pool_gradient_matches_eager(lambda x: pool(x * 3, size).pow(2))
     # the forward's pooling (with the pow), the backward's gather, and x * 3 written out in the forward: eager saves
     # the pool's input, so the partitioner does ([Note: saving a primal eager does not save]), though the backward
     # reads only its size
@@ -83,12 +72,7 @@ def test_a_large_average_window_trains_as_eager():
     """Its backward gathers from at most four outputs per element (``_adaptive_avg_pool2d_backward``): lowered."""
     def fn(x):
         return F.adaptive_avg_pool2d(x, (3, 2)).pow(2)  # of x itself: no pool input to save (see above)
-    (x,), (x_ref,) = leaves(torch.randn(2, 3, 31, 20, device=DEVICE))
-    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
-    out.sum().backward()
-    out_ref.sum().backward()
-    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    pool_gradient_matches_eager(fn, (2, 3, 31, 20))
     assert metrics.generated_kernel_count == 2  # forward, backward
 
 
@@ -99,6 +83,7 @@ def test_symbolic_sizes_fall_back_with_eager_values():
     for hw in ((8, 9), (11, 6)):
         x = torch.randn(2, 3, *hw, device=DEVICE)
         torch.testing.assert_close(compiled(x), fn(x))
-    assert metrics.fallback_count >= 1
+    # one symbolic compile serves both shapes, the pooling in ATen inside it
+    assert metrics.symbolic_compiles == 1 and minidynamo.counters["frames"]["ok"] == 1 and metrics.fallback_count == 1
     assert all(op.startswith("aten._adaptive_avg_pool2d.default (adaptive pooling over a symbolic size")
                for op in metrics.fallback_ops), metrics.fallback_ops

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import minidynamo
 from mininductor import metrics
 
-from .utils import DEVICE, check, cpu_only, leaves
+from .utils import DEVICE, check, cpu_only, leaves, pool_gradient_matches_eager
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -61,19 +61,7 @@ def test_pooling_backwards_match_eager(kind, kw):
     """Each input element gathers from the output elements whose window may hold it: for the maximum where the
     saved index is its own (ties: the first), for the average its share under eager's divisor."""
     pool = F.max_pool2d if kind == "max" else F.avg_pool2d
-    _pool_backward_matches_eager(lambda x: pool(x * 3, **kw).pow(2))
-
-
-def _pool_backward_matches_eager(fn):
-    x0 = torch.randn(2, 3, 7, 9, device=DEVICE)
-    x0[0, 0, 2, 2:4] = 5.0  # a tie
-    (x,), (x_ref,) = leaves(x0)
-    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
-    grad = torch.randn_like(out_ref)
-    out.backward(grad)
-    out_ref.backward(grad)
-    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    pool_gradient_matches_eager(lambda x: pool(x * 3, **kw).pow(2))
 
 
 @pytest.mark.xfail(DEVICE == "cuda", strict=True, reason=(
@@ -82,7 +70,7 @@ def _pool_backward_matches_eager(fn):
     "Its source is correct: interpreted, or built with DISABLE_PTXAS_OPT=1, it matches eager"))
 def test_a_pooling_gradient_fused_with_a_cosine_matches_eager():
     kw = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
-    _pool_backward_matches_eager(lambda x: F.avg_pool2d(x.sin() * 3, **kw).pow(2))
+    pool_gradient_matches_eager(lambda x: F.avg_pool2d(x.sin() * 3, **kw).pow(2))
 
 
 def test_max_pool_in_training_matches_eager_gradients():

@@ -129,6 +129,20 @@ def leaves(*tensors):
     return ours, theirs
 
 
+def pool_gradient_matches_eager(fn, shape=(2, 3, 7, 9)):
+    """``minicompile(fn)`` against ``fn`` on an input of ``shape`` with a tie (``x[0, 0, 2, 2:4]``): the output and
+    the input's gradient under one random output gradient, and no fallback, forward or backward."""
+    x0 = torch.randn(*shape, device=DEVICE)
+    x0[0, 0, 2, 2:4] = 5.0
+    (x,), (x_ref,) = leaves(x0)
+    out, out_ref = minidynamo.minicompile(fn)(x), fn(x_ref)
+    grad = torch.randn_like(out_ref)
+    out.backward(grad)
+    out_ref.backward(grad)
+    torch.testing.assert_close((out, x.grad), (out_ref, x_ref.grad), atol=1e-5, rtol=1e-4)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def frames_ok() -> int:
     """How many frames minidynamo compiled since the last ``minidynamo.reset()``."""
     return minidynamo.counters["frames"]["ok"]
