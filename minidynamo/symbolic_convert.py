@@ -5,8 +5,9 @@ root frame, the instructions of the transformed code.  The translator is a small
 next instruction and calls the method named exactly like the opcode (``LOAD_FAST``, ``BINARY_OP``, ``CALL``...).  Where
 CPython would compute a value, the handler asks the trackers what the value *would be*; tensor operations become FX
 nodes.  Calls to user functions are inlined by a nested ``InliningInstructionTranslator`` (``inlining.py``); the
-exception table, ``raise`` and ``with`` blocks are handled by ``ExceptionHandlingMixin`` (``exception_handling.py``);
-at a graph break the root translator hands over to ``graph_break.compile_and_break``.
+exception table, ``raise`` and ``with`` blocks are handled by ``ExceptionHandlingMixin`` (``exception_handling.py``),
+building and unpacking containers by ``ContainerBuildingMixin`` (``container_building.py``), ``match`` statements by
+``PatternMatchingMixin`` (``pattern_matching.py``); at a graph break the root translator hands over to ``graph_break.compile_and_break``.
 
     def f(x):               LOAD_FAST x        -> stack [TensorVariable(x)]
         return x.sin() + 1  LOAD_ATTR sin      -> stack [NULL, BoundMethod(x.sin)]
@@ -20,7 +21,6 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 """
 from __future__ import annotations
 
-import collections.abc
 import dis
 import importlib
 import inspect
@@ -35,8 +35,10 @@ import torch
 
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
+from .container_building import ContainerBuildingMixin
 from .exc import ObservedException, Unsupported, raise_observed_exception, unimplemented
 from .exception_handling import ExceptionHandlingMixin
+from .pattern_matching import PatternMatchingMixin
 from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (
     BuiltinVariable,
@@ -44,11 +46,9 @@ from .variables import (
     ConstantVariable,
     DictVariable,
     ListIteratorVariable,
-    ListVariable,
     NestedUserFunctionVariable,
     NullVariable,
     PythonModuleVariable,
-    SetVariable,
     SliceVariable,
     TupleVariable,
     VariableBuilder,
@@ -57,11 +57,9 @@ from .variables import (
 )
 from .variables.base import NotConstant
 from .variables.builder import LazyVariableTracker
-from .variables.builtin import get_iterator, getattr_or_attribute_error
-from .variables.constant import BINARY_OPS, COMPARE_OPS, fold
-from .variables.misc import ExceptionVariable
+from .variables.builtin import get_iterator
+from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.operators import binary_op, compare_op, is_op, unary_op
-from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -74,10 +72,6 @@ _AUTOGRAD_FUNCTION_APPLY = torch.autograd.Function.apply.__func__  # the classme
 # function; the wrapped function is meant to run eagerly, so calling it is a graph break, whether or not eager
 # already called it once, and its frame is never translated (eval_frame runs it as it is).
 DISABLE_DYNAMO_CODE = torch._disable_dynamo(lambda: None).__code__
-# ``case int(v):``: builtins whose one positional sub-pattern matches the subject itself (CPython's
-# ``_Py_TPFLAGS_MATCH_SELF``).
-SELF_MATCHING_TYPES = frozenset({bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple})
-SELF_MATCH = object()
 
 
 # Instructions that move stack values without looking at them (see [Note: lazy values on the stack]).
@@ -88,19 +82,6 @@ STACK_MOVES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "POP_TOP"
 # Set by ``minidynamo.step_through`` while it records a translation: called as ``step_observer(tx)`` in place of
 # ``tx.step()``, so it can snapshot the translator before and after each instruction and see a break as it happens.
 step_observer = None
-
-
-def match_positional(cls: type, count: int):
-    """The attributes ``count`` positional sub-patterns of ``case cls(...)`` name (CPython's ``match_class``):
-    ``cls.__match_args__``, or, for the builtins that match themselves (int, str, tuple...), the subject."""
-    if count == 0:
-        return ()
-    match_args = getattr(cls, "__match_args__", None)  # looked up on the class, as CPython does
-    if match_args is None and cls in SELF_MATCHING_TYPES and count == 1:
-        return SELF_MATCH
-    if not isinstance(match_args, tuple) or count > len(match_args):
-        unimplemented(f"`match` class pattern {cls.__name__}() with {count} positional sub-patterns (a TypeError)")
-    return match_args[:count]
 
 
 def run_handler(handler, inst) -> None:
@@ -120,7 +101,7 @@ def run_handler(handler, inst) -> None:
                       "the instruction runs in Python at a graph break; keep tensors out of it to stay in one graph")
 
 
-class InstructionTranslatorBase(ExceptionHandlingMixin):
+class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, PatternMatchingMixin):
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
                  parent: InstructionTranslatorBase | None = None):
         self.f_code = f_code
@@ -526,135 +507,6 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
         else:
             unimplemented(f"intrinsic {inst.argrepr}")
 
-    def LIST_TO_TUPLE(self, inst):  # 3.11
-        self.push(TupleVariable(self.pop().unpack_var_sequence(self)))
-
-    # --- building containers ----------------------------------------------------------------------------------
-    def BUILD_TUPLE(self, inst):
-        self.push(TupleVariable(self.popn(inst.arg)))
-
-    def BUILD_LIST(self, inst):
-        self.push(ListVariable(self.popn(inst.arg)))
-
-    def BUILD_SET(self, inst):
-        self.push(SetVariable(self.popn(inst.arg)))
-
-    def BUILD_MAP(self, inst):
-        items = self.popn(2 * inst.arg)
-        d = DictVariable({})
-        for k, v in zip(items[::2], items[1::2]):
-            d._m_setitem(self, k, v)
-        self.push(d)
-
-    def BUILD_CONST_KEY_MAP(self, inst):
-        keys = self.pop().as_python_constant()
-        values = self.popn(inst.arg)
-        self.push(DictVariable(dict(zip(keys, values))))
-
-    def BUILD_SLICE(self, inst):
-        self.push(SliceVariable(self.popn(inst.arg)))
-
-    def BUILD_STRING(self, inst):
-        parts = self.popn(inst.arg)
-        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
-
-    def FORMAT_VALUE(self, inst):
-        """[Note: formatting a symbolic number]  ``f"{x.shape[0]}"`` with a dynamic size needs the digits, which
-        only this call's value has: the size is specialised (the ShapeEnv guards ``s0 == 5``), as upstream's
-        ``LazySymNodeFormatString`` does with ``evaluate_expr``, and the string is a constant -- no graph break.
-        A call with another size fails the guard and compiles again.  Upstream defers the specialisation until the
-        string is used; here it happens at once (a string built and never read still guards its size).
-        ``str(n)``, ``format(n, spec)`` and ``"%d" % n`` specialise the same way (``as_python_constant``)."""
-        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
-        value = self.pop()
-        if isinstance(value, ExceptionVariable) and (v := value.printable()) is not None:
-            pass  # f"{e}" of a caught exception with constant args: printed by Python, rebuilt
-        elif isinstance(value, SymNodeVariable):
-            v = value.as_python_constant()  # [Note: formatting a symbolic number]
-        elif isinstance(value, TensorVariable) or not value.is_python_constant():
-            unimplemented(f"formatting {value.describe()} in an f-string", "format only Python constants")
-        else:
-            v = value.as_python_constant()
-        v = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 3](v)  # !s, !r, !a
-        self.push(fold(self, format, [v, spec], {}))  # f"{'a':d}" raises the ValueError CPython raises
-
-    def _container_being_built(self, depth: int) -> VariableTracker:
-        """The list/set/dict that ``LIST_APPEND``/``MAP_ADD``/... add to, ``depth`` slots down the stack.
-
-        [Note: containers built across a graph break]  ``[x, *xs, f(x)]`` builds its list on the stack: BUILD_LIST,
-        LIST_EXTEND, then LIST_APPEND once ``f(x)`` returns.  A graph break at ``f`` hands the half-built list to
-        the resume function as an argument, so there it is an *input* (it has a source) and the append is a
-        mutation of a real list that generated code must replay -- a plain ``items.append`` would be dropped.
-        A fresh container (no source) is left alone: counting it as a write would make a pure generator that
-        builds a list look impure ([Note: eager generators]).
-        """
-        container = self.stack[-depth]
-        if container.source is not None:
-            self.output.side_effects.mutate(container)
-        return container
-
-    def LIST_APPEND(self, inst):
-        v = self.pop()
-        self._container_being_built(inst.arg).items.append(v)
-
-    def LIST_EXTEND(self, inst):
-        v = self.pop()
-        self._container_being_built(inst.arg).items.extend(v.unpack_var_sequence(self))
-
-    def SET_ADD(self, inst):
-        v = self.pop()
-        self.stack[-inst.arg].call_method(self, "add", [v], {})
-
-    def SET_UPDATE(self, inst):
-        v = self.pop()
-        for item in v.unpack_var_sequence(self):
-            self.stack[-inst.arg].call_method(self, "add", [item], {})
-
-    def MAP_ADD(self, inst):
-        v = self.pop()
-        k = self.pop()
-        self._container_being_built(inst.arg)._m_setitem(self, k, v)
-
-    def DICT_UPDATE(self, inst):  # {**m}
-        v = self.pop()
-        self._check_double_star_mapping(v)
-        self._container_being_built(inst.arg)._m_update(self, v)
-
-    def DICT_MERGE(self, inst):  # f(**a, **b)
-        """Unlike ``DICT_UPDATE``, a key met twice is an error: CPython raises ``TypeError: f() got multiple values
-        for keyword argument 'k'``.  The translator refuses instead, so Python runs the call and raises it."""
-        v = self.pop()
-        self._check_double_star_mapping(v)
-        kwargs = self._container_being_built(inst.arg)
-        for key in v.items:
-            if key in kwargs.items:
-                unimplemented(f"`**` unpacking repeats the keyword argument {key!r} (Python raises TypeError here)",
-                              "pass each keyword argument once")
-        kwargs._m_update(self, v)
-
-    @staticmethod
-    def _check_double_star_mapping(v: VariableTracker) -> None:
-        """``{**x}`` / ``f(**x)`` need a mapping; a list of pairs is a ``TypeError`` in Python, not ``dict(pairs)``."""
-        if not isinstance(v, DictVariable):
-            unimplemented(f"`**` unpacking of {v.describe()} (only dicts are unpacked while tracing)",
-                          "unpack a dict; Python raises TypeError for a non-mapping")
-
-    def UNPACK_SEQUENCE(self, inst):
-        items = self.pop().unpack_var_sequence(self)
-        if len(items) != inst.arg:
-            unimplemented(f"unpacking {len(items)} values into {inst.arg} names",
-                          "the frame runs eagerly so Python raises ValueError")
-        self.stack.extend(reversed(items))
-
-    def UNPACK_EX(self, inst):
-        items = self.pop().unpack_var_sequence(self)
-        before, after = inst.arg & 0xFF, inst.arg >> 8
-        if len(items) < before + after:
-            unimplemented("not enough values to unpack")
-        middle = ListVariable(items[before:len(items) - after])
-        result = items[:before] + [middle] + items[len(items) - after:]
-        self.stack.extend(reversed(result))
-
     # --- control flow --------------------------------------------------------------------------------------
     def JUMP_FORWARD(self, inst):
         self.jump(inst)
@@ -788,57 +640,6 @@ class InstructionTranslatorBase(ExceptionHandlingMixin):
         cls = InliningGeneratorTranslator if code.co_flags & inspect.CO_GENERATOR else InliningInstructionTranslator
         tx = cls(code, fn_vt.get_globals(), bound, cells, self.output, parent=self)
         return tx.run_inline()
-
-    # --- match statements (3.10+) -------------------------------------------------------------------------------
-    def _subject_type(self, subject: VariableTracker) -> type:
-        try:
-            return subject.python_type()
-        except Unsupported:
-            unimplemented(f"`match` on {subject.describe()}", "match on Python constants and containers")
-
-    def MATCH_SEQUENCE(self, inst):
-        t = self._subject_type(self.stack[-1])
-        is_seq = issubclass(t, collections.abc.Sequence) and not issubclass(t, (str, bytes, bytearray))
-        self.push(ConstantVariable(is_seq))
-
-    def MATCH_MAPPING(self, inst):
-        self.push(ConstantVariable(issubclass(self._subject_type(self.stack[-1]), collections.abc.Mapping)))
-
-    def GET_LEN(self, inst):
-        self.push(self.stack[-1].call_method(self, "__len__", [], {}))
-
-    def MATCH_KEYS(self, inst):  # subject, keys -> subject, keys, (values...) or None
-        subject, keys = self.stack[-2], self.stack[-1].as_python_constant()
-        if not isinstance(subject, DictVariable):
-            unimplemented(f"`match` of a mapping pattern on {subject.describe()}", "match on a plain dict")
-        found = all(k in subject.items for k in keys)
-        self.push(TupleVariable([subject.items[k] for k in keys]) if found else ConstantVariable(None))
-
-    def MATCH_CLASS(self, inst):  # subject, cls, keyword names -> tuple of attributes, or None
-        names = self.pop().as_python_constant()
-        cls_vt, subject = self.pop(), self.pop()
-        cls = cls_vt.as_python_constant() if cls_vt.is_python_constant() else None
-        if not isinstance(cls, type):
-            unimplemented(f"`match` class pattern on {cls_vt.describe()}", "match on a class")
-        matched = BuiltinVariable(isinstance).call_function(self, [subject, cls_vt], {}).as_python_constant()
-        if not matched:
-            self.push(ConstantVariable(None))
-            return
-        positional = match_positional(cls, inst.arg)
-        if positional is SELF_MATCH:  # case int(v): the subject itself
-            attrs, values = list(names), [subject]
-        else:
-            attrs, values = list(positional) + list(names), []
-        if len(set(attrs)) != len(attrs):
-            unimplemented(f"`match` class pattern {cls.__name__} names an attribute twice (a TypeError)")
-        missing = object()
-        for name in attrs:
-            value = getattr_or_attribute_error(self, subject, name, missing)
-            if value is missing:
-                self.push(ConstantVariable(None))
-                return
-            values.append(value)
-        self.push(TupleVariable(values))
 
     # --- imports, returns ---------------------------------------------------------------------------------------
     def IMPORT_NAME(self, inst):
