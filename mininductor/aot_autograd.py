@@ -304,8 +304,9 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
 # ``ShapeEnv`` (``s0`` rows). Tracing on *those* fakes (not on static copies) makes every graph symbolic: the joint
 # graph's forward and backward ops take ``s0``, the tangents are made ``empty_like`` the symbolic outputs, and an
 # op that must decide something about a size (``s0 == 1``?) asks the ShapeEnv, which answers from what Dynamo's
-# guards imply or else adds a guard -- the caller refuses a trace that added one (specialize.py: never a wrong
-# answer). Three things differ from the static path:
+# guards imply or else adds a guard, which the compile then checks at each call ([Note: guards a symbolic compile
+# adds] in specialize.py; a trace that *replaced* a size by a number is refused: never a wrong answer). Three
+# things differ from the static path:
 #   1. the fakes are used as they are (detached: autograd history of Dynamo's tracing is not ours), parameters
 #      of ``gm`` itself get static fakes in the same mode;
 #   2. the partitioner re-reads every size the backward needs from the shape of a saved tensor or tangent

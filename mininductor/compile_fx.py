@@ -37,6 +37,8 @@ from .runtime import load_module, unflattener
 from .scheduler import Scheduler
 from .specialize import (
     IntsAsTensors,
+    SizeGuarded,
+    SizeGuards,
     compile_dynamic,
     graph_device,
     ints_as_tensors,
@@ -182,7 +184,9 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
     int arguments and ``call`` reads them from the inputs' shapes. Training (grad mode, an input that requires
     grad) traces AOTAutograd's joint graph the same way and compiles its forward and backward symbolically
     ([Note: dynamic shapes in AOTAutograd]). Raises ``NotImplementedError`` (with the reason) for what it cannot
-    do symbolically -- in particular when tracing added a guard on a size; the caller then compiles per shape."""
+    do symbolically -- in particular when tracing replaced a size by a number; the caller then compiles per shape.
+    A relation over sizes that tracing assumed is checked at each call instead ([Note: guards a symbolic compile
+    adds] in specialize.py)."""
     if any(not isinstance(x, torch.Tensor) for x in example_inputs):
         raise NotImplementedError("int inputs (their value would be a kernel argument too)")
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
@@ -199,10 +203,11 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         with metrics.timed("aot"):
             aten_gm, _ = trace_inference(gm, fakes)
         compiled = _guard_aliased_inputs(_symbolic_compiler(shape_env)(aten_gm, fakes), gm, aten_gm)
-    if len(shape_env.guards) != guards or dict(shape_env.replacements) != replacements:
+    if dict(shape_env.replacements) != replacements:
         added = [str(g.expr) for g in shape_env.guards[guards:]]
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
-    return compiled
+    added = [g.expr for g in shape_env.guards[guards:]]
+    return SizeGuarded(compiled, SizeGuards(added, fakes)) if added else compiled
 
 
 def _symbolic_compiler(shape_env) -> Callable:

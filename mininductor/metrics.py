@@ -23,10 +23,13 @@ extern_call_count: int = 0
 num_bytes_accessed: int = 0
 # Static compiles made for a symbolic-size graph, one per concrete shape met, when the symbolic compile
 # could not serve it (specialize.py); ``symbolic_compiles`` counts graphs compiled once for every size, and
-# ``symbolic_fallbacks`` says why each symbolic graph fell back to per-shape compiles.
+# ``symbolic_fallbacks`` says why each symbolic graph fell back to per-shape compiles.  ``size_guards`` lists
+# the relations over sizes that tracing added to a symbolic compile, which each call then checks (specialize.py:
+# [Note: guards a symbolic compile adds]).
 specialisations: int = 0
 symbolic_compiles: int = 0
 symbolic_fallbacks: list = []
+size_guards: list = []
 # Backend calls answered by FxGraphCache (fx_graph_cache.py): a graph equal to one compiled before.
 fx_graph_cache_hits: int = 0
 # GPU kernel variants compiled by a worker process (compile_worker/), and the jobs a worker failed, died or
@@ -76,6 +79,7 @@ def reset() -> None:
     from . import fx_graph_cache
     fx_graph_cache.clear()  # counts start from an empty cache
     symbolic_fallbacks.clear()
+    size_guards.clear()
     fallback_ops.clear()
     fusion_rejections.clear()
     phase_times.clear()

@@ -24,7 +24,8 @@ off the shapes of the saved tensors and tangents (``partitioners``: [Note: sizes
 backward cannot read off its inputs' shapes, an op with no lowering that returns a size (other fallback kernels
 take symbolic layouts: [Note: fallbacks with symbolic sizes] in graph.py), size arithmetic other than
 ``+ - * // /`` (float sizes: [Note: float sizes] in indexing.py), a reshape that is not a product of sizes, a
-size symbol not readable from an input's shape, or an ATen decomposition that guards on a size. On a call it
+size symbol not readable from an input's shape, or an ATen decomposition that replaces a size by a number (one
+that only *guards* on sizes is checked at each call instead: [Note: guards a symbolic compile adds]). On a call it
 looks at the actual shapes (and int values); the first time it meets a shape it *specialises* the graph -- every
 size node and int input becomes a constant -- and compiles that static graph with the ordinary pipeline.
 ``metrics.specialisations`` counts those static compiles and ``metrics.symbolic_fallbacks`` says why each graph
@@ -50,6 +51,7 @@ import operator
 import warnings
 from collections.abc import Callable
 
+import sympy
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (
@@ -152,6 +154,8 @@ class SymbolicCompiled:
             return self.per_shape(*args)
         try:
             return self.compiled(*args)
+        except SizeGuardFailed:  # [Note: guards a symbolic compile adds]: this call's sizes need their own compile
+            return self.per_shape(*args)
         except ValueCheckFailed:  # the caller's data, not our compile (a bad index, a zero
             raise  # divisor: [Note: value checks]): eager raises it too, and so do we, once
         except Exception as e:  # noqa: BLE001  (see [Note: never a wrong answer])
@@ -160,6 +164,78 @@ class SymbolicCompiled:
             warnings.warn(f"mininductor: the symbolic-size graph failed ({type(e).__name__}: {e}); "
                           "compiling per shape")
             return self.per_shape(*args)
+
+
+class SizeGuardFailed(Exception):
+    """A call's sizes break a relation its symbolic compile assumed (``SizeGuarded``)."""
+
+
+class SizeGuards:
+    """``holds(args)``: do this call's sizes satisfy every relation that tracing to ATen assumed?
+
+    [Note: guards a symbolic compile adds]  Tracing a symbolic graph to ATen can ask about sizes what the graph
+    itself never asked: ``narrow``'s decomposition checks ``s77 - Max(1, s77 // 2) >= 0``; a C++ backward asks
+    whether a chunk's last piece has one row.  The ShapeEnv answers from the example sizes and records the answer
+    as a guard.  Upstream hands such guards back to Dynamo, which checks them before it reuses the frame.  So
+    does minidynamo: a frame's guards are built after the backend returns, from the same ShapeEnv.  But a
+    compiled graph can be reached without them: the FxGraphCache hands it to another frame whose ShapeEnv never
+    saw this trace, and a caller of ``compile_fx`` may check no guards at all.  So the compile carries its own.
+    Each call's sizes (and strides) are read off its inputs and the relations evaluated -- once per distinct set of
+    sizes, then remembered -- and a call that breaks one goes to the per-shape compiles.  Before, any added
+    guard refused the symbolic compile, and every size was compiled on its own.
+
+    A relation over a symbol that is no input's size or stride cannot be checked, so that compile still refuses; so
+    does one whose trace *replaced* a symbol by a number (``s77 == 3``: the graph is specialised throughout).
+    """
+
+    def __init__(self, exprs: list, fakes: list) -> None:
+        self.exprs = exprs
+        self.reads = _symbol_reads(fakes)  # symbol -> (input, dim, is a stride) whose size or stride it is
+        missing = set().union(*(e.free_symbols for e in exprs)) - set(self.reads)
+        if missing:
+            raise NotImplementedError(f"tracing to ATen guarded {sorted(map(str, missing))}, which no input's "
+                                      f"size or stride is ({[str(e) for e in exprs]})")
+        self.seen: dict[tuple, bool] = {}
+        metrics.size_guards.extend(str(e) for e in exprs)
+
+    def holds(self, args) -> bool:
+        sizes = tuple(args[i].stride(d) if stride else args[i].shape[d] for i, d, stride in self.reads.values())
+        ok = self.seen.get(sizes)
+        if ok is None:
+            if len(self.seen) >= 1024:
+                self.seen.clear()
+            values = {sym: sympy.Integer(v) for sym, v in zip(self.reads, sizes)}
+            ok = self.seen[sizes] = all(e.xreplace(values) is sympy.true for e in self.exprs)
+        return ok
+
+    def __str__(self) -> str:
+        return " and ".join(map(str, self.exprs))
+
+
+def _symbol_reads(fakes: list) -> dict:
+    """Each symbol of the fake inputs, and the first ``(input, dim, is a stride)`` whose size -- or, for an input
+    with gaps between its rows, stride -- is exactly that symbol."""
+    reads = {}
+    for stride in (False, True):
+        for i, fake in enumerate(fakes):
+            for d, size in enumerate(fake.stride() if stride else fake.shape):
+                expr = size.node.expr if isinstance(size, torch.SymInt) else None
+                if isinstance(expr, sympy.Symbol) and expr not in reads:
+                    reads[expr] = (i, d, stride)
+    return reads
+
+
+class SizeGuarded:
+    """``compiled(*args)``, for calls whose sizes pass ``guards``; any other call raises ``SizeGuardFailed``
+    (``SymbolicCompiled`` then compiles that shape on its own)."""
+
+    def __init__(self, compiled: Callable, guards: SizeGuards) -> None:
+        self.compiled, self.guards = compiled, guards
+
+    def __call__(self, *args):
+        if not self.guards.holds(args):
+            raise SizeGuardFailed(str(self.guards))
+        return self.compiled(*args)
 
 
 class PerShapeCompiled:

@@ -105,14 +105,32 @@ def test_slice_backward_reads_the_sliced_size_from_a_saved_primal():
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
 
 
-def test_a_training_graph_the_symbolic_compile_refuses_falls_back_per_shape():
+def test_a_training_graph_whose_trace_guards_sizes_compiles_once_and_checks_them():
     def f(x):
-        return x.view(-1, 4).sum(1).exp()  # s0*s1 divisible by 4 is not provable: refused, as for inference
+        return x.view(-1, 4).sum(1).exp()  # the trace asks how s0*s1 splits into rows of 4: guards on sizes
     compiled = minidynamo.minicompile(f, backend="inductor", dynamic=True)
-    for b in (2, 3, 2):
+    for b in (2, 3, 2, 6):
         _train_step(compiled, f, torch.randn(b, 8, requires_grad=True))
-    assert metrics.symbolic_compiles == 0 and metrics.specialisations == 2  # b=2 compiled once, then b=3
-    assert len(metrics.symbolic_fallbacks) == 1 and "NotImplementedError" in metrics.symbolic_fallbacks[0]
+    # [Note: guards a symbolic compile adds]: once refused (a static compile per row count), now one compile that
+    # checks the relations at each call
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert metrics.size_guards and not metrics.symbolic_fallbacks
+    assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def test_training_through_chunk_compiles_once_for_every_row_count():
+    """The backward of ``x.chunk(2)`` asks whether the last piece has one row (``Ne(s77 - (s77 + 1)//2, 1)``...):
+    guards of the trace, checked at each call ([Note: guards a symbolic compile adds]).  Before, the symbolic
+    compile refused and each row count compiled its own graph (5 here)."""
+    def f(x):
+        a, b = x.chunk(2)
+        return a.sin() + b[:1].cos()
+    compiled = minidynamo.minicompile(f, backend="inductor", dynamic=True)
+    for n in (6, 8, 10, 7, 12):
+        _train_step(compiled, f, torch.randn(n, 3, requires_grad=True))
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert any("//2" in g for g in metrics.size_guards)
 
 
 def test_tutorial_moe_trains_with_no_per_shape_compile():
