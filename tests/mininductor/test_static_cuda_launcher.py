@@ -165,13 +165,17 @@ def test_symbolic_sizes_and_a_thread_without_cuda_state():
     results = {}
 
     def in_a_new_thread():  # a thread that has made no CUDA call yet when it launches
-        x = torch.randn(9, 33, device="cuda")
-        results["ok"] = torch.allclose(compiled(x), torch.nn.functional.gelu(x) * 9)
+        try:
+            x = torch.randn(9, 33, device="cuda")
+            results["ok"] = torch.allclose(compiled(x), torch.nn.functional.gelu(x) * 9)
+        except Exception as e:  # noqa: BLE001 - reported by the assert below, not lost in the thread
+            results["error"] = repr(e)
     thread = threading.Thread(target=in_a_new_thread)
     thread.start()
     thread.join()
-    assert results == {"ok": True}
-    assert metrics.static_launcher_kernels >= 1 and metrics.triton_launcher_kernels == 0
+    assert results == {"ok": True}, results
+    counts = (metrics.static_launcher_kernels, metrics.triton_launcher_kernels, metrics.generated_kernel_count)
+    assert counts[0] >= 1 and counts[1] == 0, counts  # (static, Triton's, generated): failed once under xdist
 
 
 @gpu
