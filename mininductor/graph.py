@@ -135,7 +135,7 @@ def _eager_stride(node, original=None) -> list | None:
     them), so a computed pointwise output is stored with the strides the traced graph recorded -- Inductor's
     ``keep_output_stride``. The scheduler walks such a node's loop in memory order (``SchedulerNode._make_plan``),
     so its store is contiguous; a 2-D tile only where another large access is transposed to that order
-    (``TritonKernel._choose_tiling``). Reductions and views keep their own rules.
+    (``codegen/tiling.py``: ``choose_tiling``). Reductions and views keep their own rules.
 
     A decomposition need not keep eager's strides (``repeat`` is a permuted view of an expanded clone;
     ``one_hot``, training ``batch_norm``...): a user output's strides are ``original``, recorded before

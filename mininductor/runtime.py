@@ -237,7 +237,7 @@ class KernelLauncher:
         self.device_asserts = device_asserts
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
-        # x_first: a tile kernel whose programs walk blocks of rows on grid axis 0 (TritonKernel._stores_run_along_x)
+        # x_first: a tile kernel whose programs walk blocks of rows on grid axis 0 (tiling.stores_run_along_x)
         self.x_first = x_first
         self.empty = 0 in (xnumel, rnumel)
         self.interpret = device_type != "cuda"

@@ -4,7 +4,7 @@
 Three shapes of kernel, named like Inductor's:
 
 * ``triton_poi_*`` pointwise: a 1-D block of ``XBLOCK`` elements per program -- or, on the GPU, a 2-D
-  ``XBLOCK x RBLOCK`` tile when some operand is read transposed (``_choose_tiling``).
+  ``XBLOCK x RBLOCK`` tile when some operand is read transposed (``tiling.choose_tiling``).
 * ``triton_per_*`` persistent reduction: ``XBLOCK`` rows x the whole row (``RBLOCK >= rnumel``) in registers;
   every node of the kernel runs once, and a node that reads a reduction's result gets the register value.
 * ``triton_red_*`` looped reduction: rows too long for registers are walked in ``RBLOCK`` chunks; each node that
@@ -34,13 +34,10 @@ import sympy
 import torch
 
 from .. import config
-from ..dependencies import RecordLoadsHandler
 from ..indexing import (
     FloorDiv,
     ModularIndexing,
     is_symbolic,
-    linear_stride,
-    next_power_of_2,
     simplify_index,
     sym,
     texpr,
@@ -48,6 +45,7 @@ from ..indexing import (
 from ..runtime import candidate_configs
 from ..scheduler import RINDEX, XINDEX, FusedSchedulerNode
 from ..virtualized import V
+from .tiling import choose_kind, choose_tiling, reduction_hint, stores_run_along_x
 from .triton_ops import TL_DTYPE, compute_dtype, constant_repr
 from .triton_overrides import TritonOverrides
 from .triton_reduction import ReductionCodegenMixin
@@ -96,13 +94,14 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         self.numel, self.rnumel = fused.group()
         self.size_vars: set[sympy.Symbol] = set()  # size symbols the index math uses: int arguments (``s77``)
         self.interpret = device.type != "cuda"
-        self.hint = self._reduction_hint()
-        self.kind = kind or self._choose_kind()  # kind: the looped twin of a persistent kernel (wrapper.py)
+        self.hint = reduction_hint(fused, self.numel, self.rnumel)
+        # kind: the looped twin of a persistent kernel (wrapper.py)
+        self.kind = kind or choose_kind(self.numel, self.rnumel, self.hint, self.interpret)
         if self.kind == "poi" and (not self.interpret or config.tile_in_interpreter):
-            tiling = self._choose_tiling()
+            tiling = choose_tiling(fused, self.numel)
             if tiling is not None:
                 self.kind, (self.numel, self.rnumel) = "tile", tiling
-        self.x_first = self.kind == "tile" and self._stores_run_along_x()
+        self.x_first = self.kind == "tile" and stores_run_along_x(fused, self.numel, self.rnumel)
         self.ndim = 1 if self.kind == "poi" else 2
         self.args: dict[str, str] = {}
         self.dtypes: dict[str, torch.dtype] = {}
@@ -125,88 +124,6 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         self.bytes_accessed = 0
 
     # ------------------------------------------------------------------------------------------- naming
-    def _reduction_hint(self) -> str:
-        """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns)."""
-        if self.rnumel == 1:
-            return "inner"
-        for snode in self.fused.snodes:
-            reads, _ = snode.canonical_deps((self.numel, self.rnumel))
-            for idxs in reads.values():
-                if any(linear_stride(i, RINDEX) == 1 for i in idxs):
-                    return "inner"
-        return "outer"
-
-    def _choose_tiling(self) -> tuple[int, int] | None:
-        """A 2-D tile for a pointwise kernel that reads (or writes) some dim other than the last contiguously --
-        a transpose: split the loop after that dim, so both the transposed and the straight accesses walk
-        memory contiguously along one axis of the tile (Inductor's ``select_tiling``). Not for symbolic sizes:
-        whether a tile pays off (and fits the grid) depends on the size."""
-        if is_symbolic(self.numel):
-            return None
-        first = self.fused.snodes[0]
-        # a small broadcast operand (a bias, a per-channel scale) stays in cache whatever the order: only
-        # accesses to buffers of at least 1/16 of the kernel's elements decide (Inductor weighs them by size too)
-        big = lambda name: is_symbolic(n := V.graph.get_buffer(name).get_numel()) or n * 16 >= self.numel
-        if not self._transposed_in_loop_order(first, big):
-            return None
-        sizes = list(first.node.get_size())
-        handler = first._record(first.own_group())
-        exprs = [e for n, e in handler.loads + handler.stores if big(n)]
-        dims = [k for k, s in enumerate(sizes) if s != 1]
-        for k in dims[:-1]:
-            var = sym(f"i{k}")
-            if any(linear_stride(simplify_index(e), var) == 1 for e in exprs):
-                outer = 1
-                for s in sizes[:k + 1]:
-                    outer *= s
-                inner = self.numel // outer
-                if outer < 16 or inner < 16 or outer > 65535 * 32:  # grid axis 1 (rows) holds at most 65535
-                    return None
-                if all(n.plan((outer, inner)) is not None for n in self.fused.snodes):
-                    return outer, inner
-                return None
-        return None
-
-    def _stores_run_along_x(self) -> bool:
-        """Whether a tile kernel's stores are contiguous along its rows axis (``xindex``) rather than its columns:
-        an output with eager's column-major strides (``x.t() + y``). Its programs then walk blocks of rows first,
-        so programs launched together write neighbouring memory (grid axis 1 holds at most 65535 column blocks)."""
-        if self.rnumel > 65535 * 32:
-            return False
-        for snode in self.fused.snodes:
-            _, writes = snode.canonical_deps((self.numel, self.rnumel))
-            if any(linear_stride(i, XINDEX) == 1 for idxs in writes.values() for i in idxs):
-                return True
-        return False
-
-    @staticmethod
-    def _transposed_in_loop_order(snode, big) -> bool:
-        """Whether some large access runs contiguously along a dim other than the last of the node's own loop
-        (its plan: merged dims, and memory order for an output with eager's permuted strides). If none does,
-        a flat loop already reads and writes memory in order and a tile would only cost index math."""
-        plan = snode.plan(snode.own_group())
-        if len(plan.x_sizes) <= 1:
-            return False
-        loop_vars = [sym(f"t{k}") for k in range(len(plan.x_sizes))]
-        handler = RecordLoadsHandler()
-        with V.set_ops_handler(handler):
-            plan.body(loop_vars, [])
-        exprs = [simplify_index(e) for n, e in handler.loads + handler.stores if big(n)]
-        return any(linear_stride(e, v) == 1 for e in exprs
-                   for v, size in zip(loop_vars[:-1], plan.x_sizes[:-1]) if size != 1)
-
-    def _choose_kind(self) -> str:
-        if self.rnumel == 1:
-            return "poi"
-        if is_symbolic(self.rnumel):  # a persistent kernel needs RBLOCK >= rnumel: true for the hint, not every size
-            return "red"  # (a scan too: the looped one carries its running value from chunk to chunk)
-        if config.looped_reduction_rblock:
-            return "red"
-        if self.hint == "outer" and not self.interpret:
-            return "red"
-        limit = config.interpret_block_max if self.interpret else config.persistent_reduction_max
-        return "per" if next_power_of_2(self.rnumel) <= limit else "red"
-
     def _kernel_name(self, index: int) -> str:
         names = []
         for node in sorted({o for n in self.fused.snodes for o in n.node.origins if o is not None},
