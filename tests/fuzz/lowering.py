@@ -17,7 +17,8 @@ compiled).
 Known differences that are not bugs (left out of the op lists, or reported as a mismatch to be read): the sign bit
 of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third
 way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
-NaN and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains
+NaN, its vectorised ``gelu`` is -0.0 from x = -5.5274 down (its ``erf`` reaches -1), where its scalar path and ours
+give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains
 (``sin`` of a ``expm1`` of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16
 (an overflow to inf, then inf * 0 is NaN) and its ``cumsum`` of float32 adds in float64, where we, like eager's CUDA
 kernels, use float32 (a ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below
