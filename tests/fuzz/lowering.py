@@ -18,15 +18,16 @@ Known differences that are not bugs (left out of the op lists, or reported as a 
 of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third
 way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
 NaN, its vectorised ``gelu`` is -0.0 from x = -5.5274 down (its ``erf`` reaches -1), where its scalar path and ours
-give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains
-(``sin`` of a ``expm1`` of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16
-(an overflow to inf, then inf * 0 is NaN) and its ``cumsum`` of float32 adds in float64, where we, like eager's CUDA
-kernels, use float32 (a ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below
--88 is a float32 denormal where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a
-``logical_or`` or ``all`` after it shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but
-runs without complaint on an empty tensor, where our trace refuses it always; eager's CPU ``logsumexp`` of
-bfloat16 rounds every step to bfloat16, where its decomposition (ours and upstream's) computes in float32 and
-rounds once, an ulp apart, which a ``div_floor`` after it can turn into 1 (seed 41300).
+give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16
+``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains (``sin`` of a ``expm1``
+of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
+inf * 0 is NaN) and its ``cumsum`` of float32 adds in float64, where we, like eager's CUDA kernels, use float32 (a
+``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below -88 is a float32 denormal
+where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a ``logical_or`` or ``all`` after it
+shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but runs without complaint on an empty
+tensor, where our trace refuses it always; eager's CPU ``logsumexp`` of bfloat16 rounds every step to bfloat16,
+where its decomposition (ours and upstream's) computes in float32 and rounds once, an ulp apart, which a
+``div_floor`` after it can turn into 1 (seed 41300).
 """
 from __future__ import annotations
 
