@@ -21,7 +21,8 @@ of the same names do.
 
 The adaptive pools use the same loops with eager's adaptive windows (see "adaptive pooling" below); their window
 length varies with the output position, so the longest is unrolled and masked, and it must be a number: over
-symbolic sizes they fall back. An average window too long to unroll is a masked ``sum`` ``Reduction`` instead.
+symbolic sizes they fall back. A window too long to unroll is a masked ``Reduction`` instead: a ``sum`` for the
+average, a ``max`` and a ``min`` over per-position keys (for eager's index) for the maximum.
 """
 from __future__ import annotations
 
@@ -319,7 +320,7 @@ def adaptive_max_pool2d(x, output_size):
     values, _ = meta_val()
     (in_h, in_w, out_h, out_w), too_long = _adaptive_setup(x, values.shape)
     if too_long:
-        raise NotImplementedError(f"an adaptive max pooling window of more than {MAX_WINDOW} elements")
+        return _adaptive_max_pool2d_by_reduction(x, list(values.shape), in_h, in_w, out_h, out_w)
     loader = x.make_loader()
 
     def window(index):
@@ -327,6 +328,49 @@ def adaptive_max_pool2d(x, output_size):
         return _max_over(loader, outer, _adaptive_window(oh, in_h, out_h), _adaptive_window(ow, in_w, out_w), in_w,
                          x.get_dtype())
     return _values_and_indices(x, list(values.shape), window)
+
+
+def _adaptive_max_pool2d_by_reduction(x, size, in_h, in_w, out_h, out_w) -> tuple[TensorBox, TensorBox]:
+    """A window too large to unroll (global max pooling of a 7x9 plane): two ``Reduction``s over the longest
+    window's ``(i, j)``, masked past each window's end, which the scheduler fuses into one kernel (upstream falls
+    back here).  The first is the ``max`` (NaN wins).  The second finds eager's index with a ``min`` over one key
+    per position: its flat index ``h * W + w`` where it holds the maximum, so the first such position wins; where
+    the maximum is NaN, minus the flat index of each NaN, so the *last* NaN wins, as ``_max_over``'s rule keeps it.
+    A window of ``-inf`` matches its first position."""
+    dtype, loader, device = x.get_dtype(), x.make_loader(), x.get_device()
+    acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    window, origins = [_longest(in_h, out_h), _longest(in_w, out_w)], origins_of([x])
+
+    def element(index, rindex):
+        (*outer, oh, ow), (i, j) = index, rindex
+        (h, valid_h), (w, valid_w) = _adaptive_position(oh, i, in_h, out_h), _adaptive_position(ow, j, in_w, out_w)
+        valid = ops.logical_and(valid_h, valid_w)
+        return valid, _masked_load(loader, [*outer, h, w], valid, acc, dtype, float("-inf")), h * in_w + w
+
+    best = TensorBox.create(Reduction(device, acc, lambda index, rindex: element(index, rindex)[1], size, window,
+                                      "max", acc, origins=origins))
+    best.realize()
+    load_best = best.make_loader()
+
+    def key(index, rindex):
+        valid, value, flat = element(index, rindex)
+        top, at = load_best(index), ops.index_expr(flat, torch.int64)
+        nan_here = ops.logical_and(ops.isnan(top), ops.isnan(value))
+        holds_max = ops.where(ops.eq(value, top), at, ops.constant(_NO_POSITION, torch.int64))
+        return ops.where(valid, ops.where(nan_here, ops.neg(at), holds_max), ops.constant(_NO_POSITION, torch.int64))
+
+    keys = TensorBox.create(Reduction(device, torch.int64, key, size, window, "min", torch.int64, origins=origins))
+    keys.realize()
+    load_key = keys.make_loader()
+
+    def index_of(index):
+        return ops.where(ops.isnan(load_best(index)), ops.neg(load_key(index)), load_key(index))
+    values = TensorBox.create(Pointwise(device, dtype, lambda index: ops.to_dtype(load_best(index), dtype), size,
+                                        origins=origins))
+    return values, TensorBox.create(Pointwise(device, torch.int64, index_of, size, origins=origins))
+
+
+_NO_POSITION = 2 ** 62  # a key larger than any flat index: a position that is not a candidate
 
 
 def _adaptive_candidates(x, grad):

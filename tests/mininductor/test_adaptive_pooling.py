@@ -1,7 +1,8 @@
 """``adaptive_avg_pool2d`` and ``adaptive_max_pool2d`` lowered to one kernel each (``pool_lowering.py``), and their
 backwards, against eager: windows that tile the input unevenly (overlapping by one), outputs larger than the input,
 NaN and ``-inf`` (eager's index rules, as for ``max_pool2d``), ties, gradients. An average window too large to unroll
-is a reduction; a max window that large, or a symbolic size, stays a counted ATen fallback.
+is a reduction, and so is a max window that large (eager's index rules kept); a symbolic size stays a counted ATen
+fallback.
 """
 import pytest
 import torch
@@ -54,8 +55,23 @@ def test_adaptive_pooling_backwards_match_eager(kind, name):
     assert metrics.generated_kernel_count == 3
 
 
-def test_a_max_window_of_more_than_25_elements_falls_back():
-    check(lambda x: F.adaptive_max_pool2d(x, 3), torch.randn(1, 2, 16, 16), fallbacks=1)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape, size", [((2, 3, 7, 9), 1), ((2, 3, 16, 16), 3), ((2, 3, 32, 32), (2, 3)),
+                                         ((2, 4, 31, 20), (3, 2))])
+def test_a_max_window_of_more_than_25_elements_is_a_reduction(shape, size, dtype):
+    """Too large to unroll (global max pooling among them): a ``max`` and a ``min`` over per-position keys, fused
+    into one kernel with what follows.  Ties (small integers), NaN and ``-inf`` follow eager's index rules."""
+    x = torch.randint(0, 4, shape).to(dtype)  # many ties: the first position of the maximum
+    x[0, 0, 1, 1] = x[0, 0, 3, 5] = float("nan")  # two NaNs in one window: the last one's index
+    x[1, 1] = float("-inf")  # windows of -inf only: the window's first position
+    check(lambda x: [t * 1 for t in F.adaptive_max_pool2d(x, size, return_indices=True)], x, kernels=1,
+          fallbacks=0)
+
+
+def test_a_large_max_window_trains_as_eager():
+    """Global max pooling then a loss: the backward scatters through the saved indices (lowered)."""
+    pool_gradient_matches_eager(lambda x: F.adaptive_max_pool2d(x, 1).pow(2), (2, 3, 7, 9))
+    assert metrics.generated_kernel_count == 2  # forward, backward
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
