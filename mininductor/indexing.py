@@ -135,10 +135,16 @@ def statically_true(relation) -> bool:
 
 
 def _as_torch_sympy(expr):
-    """``expr`` with our ``FloorDiv``/``ModularIndexing`` as torch's functions of the same meaning: the ShapeEnv
-    interprets only its own (a KeyError on ours, ``x[: x.shape[0] // 2]`` fell back per shape)."""
+    """``expr`` with our ``FloorDiv``/``ModularIndexing`` and sympy's ``Min``/``Max`` as torch's functions of the
+    same meaning: the ShapeEnv interprets only its own (a KeyError on ours, ``x[: x.shape[0] // 2]`` fell back per
+    shape), and matches its guards by identity (sympy's ``Min(s27, s77)`` is not the ``Min(s27, s77)`` of the guard
+    ``Eq(Min(s27, s77), s17)``)."""
     from torch.utils._sympy import functions as torch_fns
-    return expr.replace(FloorDiv, torch_fns.FloorDiv).replace(ModularIndexing, torch_fns.ModularIndexing)
+    for ours, theirs in ((FloorDiv, torch_fns.FloorDiv), (ModularIndexing, torch_fns.ModularIndexing),
+                         (sympy.Min, getattr(torch_fns, "Min", sympy.Min)),
+                         (sympy.Max, getattr(torch_fns, "Max", sympy.Max))):
+        expr = expr.replace(ours, theirs)
+    return expr
 
 
 def _structurally_le(a, b) -> bool:

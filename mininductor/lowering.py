@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import sympy
 import torch
 
 from . import config, ir
-from .indexing import as_size, is_float_size
+from .indexing import as_size, is_float_size, is_symbolic, statically_true
 from .ir import Pointwise, TensorBox
 from .virtualized import V, ops
 
@@ -63,18 +64,32 @@ def is_float(dtype: torch.dtype) -> bool:
 
 
 def broadcast_shapes(shapes: Sequence[Sequence[int]]) -> list:
-    """Eager's broadcasting, on int or symbolic sizes. Two different symbols never broadcast: the ATen trace
-    would have made them one symbol (a guard) had the program needed them equal, so differing means an error."""
+    """Eager's broadcasting, on int or symbolic sizes. Two different sizes broadcast only where the ShapeEnv
+    knows them equal for every size: the trace guarded that the program needed them equal (``Eq(Min(s27, s77),
+    s17)``: a diagonal times a vector), and the plainer of the two is kept. Else differing means an error."""
     shapes = [list(s) for s in shapes]
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(ndim):
         sizes = [s[len(s) - ndim + d] for s in shapes if len(s) - ndim + d >= 0]
-        others = {x for x in sizes if not (isinstance(x, int) and x == 1)}
-        if len(others) > 1:
+        others = sorted({x for x in sizes if not (isinstance(x, int) and x == 1)}, key=_plainness)
+        if any(not _known_equal(others[0], x) for x in others[1:]):
             raise RuntimeError(f"cannot broadcast sizes {sizes}")
-        out.append(others.pop() if others else 1)
+        out.append(others[0] if others else 1)
     return out
+
+
+def _plainness(size) -> tuple[int, str]:
+    """Sort key: ints first, then the expression with the fewest operations (a symbol before a ``Min``)."""
+    return (0, str(size)) if isinstance(size, int) else (1 + sympy.count_ops(size), str(size))
+
+
+def _known_equal(a, b) -> bool:
+    """Whether two sizes are equal for every size the graph serves (``statically_true`` of ``Eq``)."""
+    try:
+        return a == b or (is_symbolic(a) or is_symbolic(b)) and statically_true(sympy.Eq(a, b))
+    except TypeError:
+        return False
 
 
 def expand_to(x: TensorBox, size: Sequence[int]) -> ir.IRNode:

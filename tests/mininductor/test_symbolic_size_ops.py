@@ -87,3 +87,21 @@ def test_a_tuple_index_led_by_a_symbolic_int_does_not_specialise_the_size():
     assert outcome(lambda x: x[x.shape[0], 0], [torch.randn(4, 2)])[0] is IndexError
     assert outcome(minidynamo.minicompile(lambda x: x[x.shape[0], 0], dynamic=True), [torch.randn(4, 2)])[0] \
         is IndexError
+
+
+def test_a_diagonal_times_a_vector_of_its_length_broadcasts():
+    """Under ``dynamic=True`` the vector's length is a symbol of its own: the trace guards ``Eq(Min(s27, s77),
+    s17)``, and the lowering's broadcast met two different sizes, ``Min(s27, s77)`` and ``s17``, and fell back.  It
+    now asks the ShapeEnv, which knows them equal from that guard -- once our ``Min`` is written as torch's, which
+    its guards hold (sympy's is another function of the same name)."""
+    def fn(x, y):
+        return x.diagonal() * y, (x.diagonal(1) + y[1:]).exp()
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, cols in ((5, 3), (7, 4), (2, 6)):
+        x, y = torch.randn(rows, cols), torch.randn(min(rows, cols))
+        assert_same(compiled(x, y), fn(x, y))
+    # (2, 6) fails the first frame's guard ``y.size(0) - 1 != 1`` (``y[1:]`` has one row there, and a size of 1 is
+    # static): one recompile, each frame one symbolic compile
+    assert frames_ok() == 2 and minidynamo.counters["recompiles"]["total"] == 1
+    assert metrics.symbolic_compiles == 2 and not metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0, metrics.fallback_ops  # before: the two multiplications and the add
