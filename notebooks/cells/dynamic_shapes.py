@@ -1,7 +1,7 @@
 """Notebook 10 · Dynamic shapes.
 
 What it teaches: automatic dynamic, symbols in the graph, SHAPE_ENV guards, static sizes 0 and 1, dynamic=True with
-int arguments, and one symbolic kernel serving every size.
+int arguments, one symbolic kernel serving every size, and the size guards a symbolic compile checks itself.
 The cells of ``notebooks/10_dynamic_shapes.ipynb``, in the order they appear; ``notebooks/build.py`` writes and
 executes them.
 """
@@ -99,6 +99,29 @@ source = (root / "output_code.py").read_text()
 start = source.index("# Source nodes")
 print(source[start:source.index("\\n\\n\\n", start)])
 print(source[source.index("def call"):])"""),
+        md("""
+## Guards the trace adds
+
+Tracing to ATen can ask about sizes what your program never asked. The backward of `x.chunk(2)` asks whether the
+last piece has one row; the `ShapeEnv` answers from the example and records a guard. The symbolic compile carries
+those guards (`metrics.size_guards`) and checks them at each call, once per set of sizes: a call that breaks one
+gets a compile of its own shape. Here every row count passes them, so one compile trains them all."""),
+        code("""
+metrics.reset()
+def halves(x):
+    a, b = x.chunk(2)
+    return a.sin() + b[:1].cos()
+
+t = minicompile(halves, dynamic=True, backend="inductor")
+for rows in (6, 8, 7, 12):
+    x = torch.randn(rows, 3, requires_grad=True)
+    t(x).sum().backward()
+    x_ref = x.detach().clone().requires_grad_()
+    halves(x_ref).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+print("symbolic compiles:", metrics.symbolic_compiles, "| per-shape compiles:", metrics.specialisations)
+for guard in dict.fromkeys(metrics.size_guards):
+    print("  checked at each call:", guard)"""),
         md("""
 ## How upstream differs
 
