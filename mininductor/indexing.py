@@ -75,14 +75,39 @@ def as_size(value):
     ``SymInt`` (from a symbolic trace) becomes its sympy expression; a sympy integer becomes an int, so static
     graphs keep plain ints everywhere. A ``Min``/``Max`` of two sizes becomes the one the ShapeEnv decides is
     smaller/larger (``Min(2, s31)`` is 2: a size symbol is at least 2), as a fake tensor's later ops took it, so
-    it broadcasts and views with that size. See [Note: symbolic sizes in the IR]."""
+    it broadcasts and views with that size. A compound size the ShapeEnv pins to one value is that value
+    (``s32 // 2`` where the guards leave ``s32`` in [2, 3] is 1, and broadcasts as 1). See [Note: symbolic sizes
+    in the IR]."""
     if isinstance(value, torch.SymInt):
         value = value.node.expr
     if isinstance(value, sympy.Basic):
         if isinstance(value, (sympy.Min, sympy.Max)) and len(value.args) == 2:  # a diagonal's length
             value = (sym_min if isinstance(value, sympy.Min) else sym_max)(*value.args)
+        if not value.is_Integer and not value.is_Symbol:
+            value = _pinned(value)
         return int(value) if value.is_Integer else value
     return int(value)
+
+
+def _pinned(expr):
+    """``expr``, or the one integer the ShapeEnv knows it is for every size the graph serves: its example value,
+    where the ShapeEnv decides ``Eq(expr, value)`` from its guards (``Eq(s32 // 2, 1)`` after Python's ``max(1,
+    n // 2)`` took a branch) or its value ranges.  Remembered per graph: the IR asks about the same sizes often."""
+    from .virtualized import V
+    graph = V.graph
+    if getattr(graph, "shape_env", None) is None or not getattr(graph, "size_hints", None):
+        return expr
+    known = graph.__dict__.setdefault("_pinned_sizes", {})
+    if expr not in known:
+        known[expr] = expr
+        if not expr.free_symbols - set(graph.size_hints):
+            value = expr.subs(graph.size_hints)
+            try:
+                if value.is_Integer and statically_true(sympy.Eq(expr, value)):
+                    known[expr] = value
+            except TypeError:  # undecided: the size varies
+                pass
+    return known[expr]
 
 
 def is_symbolic(value) -> bool:

@@ -105,3 +105,36 @@ def test_a_diagonal_times_a_vector_of_its_length_broadcasts():
     assert frames_ok() == 2 and minidynamo.counters["recompiles"]["total"] == 1
     assert metrics.symbolic_compiles == 2 and not metrics.symbolic_fallbacks
     assert metrics.fallback_count == 0, metrics.fallback_ops  # before: the two multiplications and the add
+
+
+def _first_half_times(x, y):
+    return x.narrow(0, 0, max(1, x.shape[0] // 2)) * y
+
+
+def test_a_size_the_guards_pin_to_one_broadcasts_as_one():
+    """``max(1, n // 2)`` took a branch while tracing, guarding ``Eq(s77 // 2, 1)``; the first half of ``x`` is then
+    one row, which broadcasts against ``y``'s ``s17`` rows. The IR kept the size as ``s77 // 2``, which broadcast
+    with nothing, and the multiplication fell back (lowering fuzz --grad --dynamic, seed 51298). A compound size
+    the ShapeEnv pins to one value is now that value (``as_size``)."""
+    compiled = minidynamo.minicompile(_first_half_times, dynamic=True)
+    for rows, others in ((2, 5), (3, 7), (3, 4)):
+        x, y = torch.randn(rows, 3), torch.randn(others, 3)
+        assert_same(compiled(x, y), _first_half_times(x, y))
+    assert frames_ok() == 1 and minidynamo.counters["recompiles"]["total"] == 0
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_a_size_the_guards_pin_to_one_trains_as_eager():
+    minidynamo.reset()
+    compiled = minidynamo.minicompile(_first_half_times, dynamic=True)
+    for rows, others in ((2, 5), (3, 7)):
+        x, y = torch.randn(rows, 3, requires_grad=True), torch.randn(others, 3, requires_grad=True)
+        x_ref, y_ref = (t.detach().clone().requires_grad_() for t in (x, y))
+        out, expected = compiled(x, y), _first_half_times(x_ref, y_ref)
+        assert_same(out, expected)
+        out.backward(torch.ones_like(out))
+        expected.backward(torch.ones_like(expected))
+        assert_same((x.grad, y.grad), (x_ref.grad, y_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
