@@ -4,6 +4,7 @@
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad     # training: values and input gradients
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --zero     # sizes of 0 and 1 more often
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic  # dynamic=True, at two shapes
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad --dynamic  # training, dynamic=True
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (about 0.1 s a program on a CPU,
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
@@ -282,13 +283,14 @@ def _values_and_grads(fn, inputs, seed: int):
     return [o.detach() for o in outs], [x.grad for x in xs]
 
 
-def check_grad(seed: int, inputs, steps) -> str | None:
+def check_grad(seed: int, inputs, steps, dynamic: bool = False) -> str | None:
     """Values and input gradients through ``minicompile`` (AOTAutograd + mininductor), then a second call with the
-    first dim doubled (a recompile, automatic dynamic shapes)."""
+    first dim doubled (a recompile, automatic dynamic shapes; with ``dynamic``, ``dynamic=True`` from the first
+    call, so both calls train through one symbolic compile where it can)."""
     fn = lambda *xs: run_steps(steps, xs)
     tol = 1e-3 if inputs[0].dtype == torch.float32 else 1e-6
     minidynamo.reset()
-    compiled = minidynamo.minicompile(fn, backend="inductor")
+    compiled = minidynamo.minicompile(fn, backend="inductor", dynamic=dynamic or None)
     for call in range(2):
         if call:
             inputs = [torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
@@ -317,7 +319,7 @@ def main() -> None:
     parser.add_argument("count", type=int)
     parser.add_argument("--grad", action="store_true", help="training: values and input gradients")
     parser.add_argument("--zero", action="store_true", help="sizes of 0 and 1 more often")
-    parser.add_argument("--dynamic", action="store_true", help="inference with dynamic=True at two shapes")
+    parser.add_argument("--dynamic", action="store_true", help="dynamic=True at two shapes (with --grad: training)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     counts = {"ok": 0, "skipped": 0, "bad": 0}
@@ -325,8 +327,10 @@ def main() -> None:
     for seed in range(args.seed, args.seed + args.count):
         inputs, steps = generate(seed, args.grad, args.zero)
         metrics.reset()
-        check = check_grad if args.grad else check_dynamic if args.dynamic else check_inference
-        verdict = check(seed, inputs, steps)
+        if args.grad:
+            verdict = check_grad(seed, inputs, steps, dynamic=args.dynamic)
+        else:
+            verdict = (check_dynamic if args.dynamic else check_inference)(seed, inputs, steps)
         for op in metrics.fallback_ops:
             fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
         for reason in metrics.symbolic_fallbacks:  # --dynamic: why a graph compiled per shape
