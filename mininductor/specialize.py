@@ -174,8 +174,9 @@ class SizeGuards:
     """``holds(args)``: do this call's sizes satisfy every relation that tracing to ATen assumed?
 
     [Note: guards a symbolic compile adds]  Tracing a symbolic graph to ATen can ask about sizes what the graph
-    itself never asked: ``narrow``'s decomposition checks ``s77 - Max(1, s77 // 2) >= 0``; a C++ backward asks
-    whether a chunk's last piece has one row.  The ShapeEnv answers from the example sizes and records the answer
+    itself never asked: the joint graph of ``x.view(-1, 4)`` asks how ``s0*s1`` splits into rows of 4; the
+    backward of ``x.chunk(2)`` asks whether the last piece has one row (``Ne(s77 - (s77 + 1)//2, 1)``).  The
+    ShapeEnv answers from the example sizes and records the answer
     as a guard.  Upstream hands such guards back to Dynamo, which checks them before it reuses the frame.  So
     does minidynamo: a frame's guards are built after the backend returns, from the same ShapeEnv.  But a
     compiled graph can be reached without them: the FxGraphCache hands it to another frame whose ShapeEnv never
