@@ -32,6 +32,7 @@ from .indexing import (
     FloorDiv,
     ModularIndexing,
     as_size,
+    decide_min_max,
     size_hint,
     statically_true,
     sym_max,
@@ -73,7 +74,7 @@ def float_size(val):
     """A ``SymFloat`` computed from sizes (``1.0 / x.shape[0]``): the ShapeEnv's own expression for it, over the
     same symbols as our sizes, for a kernel to compute in float64 ([Note: float sizes] in indexing.py).  Only
     ``+ - *``, ``/`` and int -> float conversions are printed; anything else is refused."""
-    expr = val.node.expr
+    expr = decide_min_max(val.node.expr)  # ``max(1, n // 2)`` is ``n // 2``: a size symbol is at least 2
     if expr.is_number:
         return float(expr)
     allowed = (sympy.Symbol, sympy.Number, sympy.Add, sympy.Mul, sympy.Pow)

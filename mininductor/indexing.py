@@ -81,12 +81,24 @@ def as_size(value):
     if isinstance(value, torch.SymInt):
         value = value.node.expr
     if isinstance(value, sympy.Basic):
-        if isinstance(value, (sympy.Min, sympy.Max)) and len(value.args) == 2:  # a diagonal's length
-            value = (sym_min if isinstance(value, sympy.Min) else sym_max)(*value.args)
+        if _is_min_max(value) and len(value.args) == 2:  # a diagonal's length
+            value = (sym_min if type(value).__name__ == "Min" else sym_max)(*value.args)
         if not value.is_Integer and not value.is_Symbol:
             value = _pinned(value)
         return int(value) if value.is_Integer else value
     return int(value)
+
+
+def _is_min_max(expr) -> bool:
+    """sympy's ``Min``/``Max`` or torch's functions of the same names (``torch/utils/_sympy/functions.py``), which
+    the ShapeEnv writes in its guards and float expressions."""
+    return isinstance(expr, (sympy.Min, sympy.Max)) or \
+        type(expr).__name__ in ("Min", "Max") and type(expr).__module__ == "torch.utils._sympy.functions"
+
+
+def decide_min_max(expr):
+    """``expr`` with each ``Min``/``Max`` of two sizes replaced by the side the ShapeEnv decides (``as_size``)."""
+    return expr.replace(lambda e: _is_min_max(e) and len(e.args) == 2, as_size)
 
 
 def _pinned(expr):
@@ -178,20 +190,24 @@ def _structurally_le(a, b) -> bool:
 
 
 def size_min(a, b):
-    """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true``)."""
-    if _structurally_le(a, b):
+    """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true`` either way round: ``max(1, s // 2)``
+    is decided by ``s // 2 >= 1``, where ``1 >= s // 2`` is not decided).  Raises ``TypeError`` if neither is."""
+    if _structurally_le(a, b) or _known(sympy.Le(a, b)):
         return a
-    if _structurally_le(b, a):
+    if _structurally_le(b, a) or _known(sympy.Le(b, a)):
         return b
-    return a if statically_true(sympy.Le(a, b)) else b
+    raise TypeError(f"cannot determine min({a}, {b}) for every size")
 
 
 def size_max(a, b):
-    if _structurally_le(a, b):
-        return b
-    if _structurally_le(b, a):
-        return a
-    return a if statically_true(sympy.Ge(a, b)) else b
+    return b if a == size_min(a, b) else a
+
+
+def _known(relation) -> bool:
+    try:
+        return statically_true(relation)
+    except TypeError:
+        return False
 
 
 def sym_min(a, b):

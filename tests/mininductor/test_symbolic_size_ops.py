@@ -138,3 +138,25 @@ def test_a_size_the_guards_pin_to_one_trains_as_eager():
         assert_same((x.grad, y.grad), (x_ref.grad, y_ref.grad))
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def _first_half_variance(x):
+    return x.narrow(0, 0, max(1, x.shape[0] // 2)).var(0)
+
+
+def test_a_float_size_of_a_max_the_shape_env_decides_compiles_symbolically():
+    """``var``'s correction divides by ``ToFloat(Max(1, s77 // 2)) - 1``; the float size refused the ``Max``, and
+    each row count trained its own static graph (lowering fuzz --grad, seed 50699). The ShapeEnv decides it
+    (``s77 // 2 >= 1``: a size symbol is at least 2) -- once ``min``/``max`` asks both ways round, since ``1 >=
+    s77 // 2`` alone is undecided -- so the float size is ``ToFloat(s77 // 2)``."""
+    compiled = minidynamo.minicompile(_first_half_variance, dynamic=True)
+    for rows in (8, 12, 17):
+        x = torch.randn(rows, 5, dtype=torch.float64, requires_grad=True)
+        x_ref = x.detach().clone().requires_grad_()
+        out, expected = compiled(x), _first_half_variance(x_ref)
+        assert_same(out, expected)
+        out.sum().backward()
+        expected.sum().backward()
+        assert_same(x.grad, x_ref.grad)
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0
