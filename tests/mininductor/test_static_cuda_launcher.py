@@ -167,7 +167,9 @@ def test_symbolic_sizes_and_a_thread_without_cuda_state():
     def in_a_new_thread():  # a thread that has made no CUDA call yet when it launches
         try:
             x = torch.randn(9, 33, device="cuda")
-            results["ok"] = torch.allclose(compiled(x), torch.nn.functional.gelu(x) * 9)
+            # assert_close's float32 tolerances: allclose's default atol of 1e-8 fails where gelu's 1 + erf(x/√2)
+            # cancels (x below -3: one ulp of erf there is 1e-6 of the result), which a random input can reach
+            results["ok"] = torch.allclose(compiled(x), torch.nn.functional.gelu(x) * 9, rtol=1.3e-6, atol=1e-5)
         except Exception as e:  # noqa: BLE001 - reported by the assert below, not lost in the thread
             results["error"] = repr(e)
     thread = threading.Thread(target=in_a_new_thread)
@@ -175,7 +177,7 @@ def test_symbolic_sizes_and_a_thread_without_cuda_state():
     thread.join()
     assert results == {"ok": True}, results
     counts = (metrics.static_launcher_kernels, metrics.triton_launcher_kernels, metrics.generated_kernel_count)
-    assert counts[0] >= 1 and counts[1] == 0, counts  # (static, Triton's, generated): failed once under xdist
+    assert counts[0] >= 1 and counts[1] == 0, counts  # (static, Triton's, generated)
 
 
 @gpu
