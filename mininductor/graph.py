@@ -53,6 +53,17 @@ from .virtualized import V
 SCALAR_ARG_DTYPES = (torch.int32, torch.int64, torch.float32)
 
 
+def _solve_linear(expr) -> tuple[sympy.Symbol, int, int] | None:
+    """``(s, a, b)`` where ``expr`` is ``a*s + b`` (integers, ``a`` > 0, ``b`` != 0 or ``a`` > 1) of one symbol."""
+    if not isinstance(expr, sympy.Expr) or expr.is_Symbol or len(expr.free_symbols) != 1:
+        return None
+    (symbol,) = expr.free_symbols
+    a, b = expr.coeff(symbol), expr.subs(symbol, 0)
+    if not (a.is_Integer and b.is_Integer and a > 0) or sympy.expand(a * symbol + b - expr) != 0:
+        return None
+    return symbol, int(a), int(b)
+
+
 def _sym_size(x, dim):
     return x.get_size()[dim]
 
@@ -378,14 +389,25 @@ class GraphLowering(torch.fx.Interpreter):
         return TensorBox(ir.StorageBox(buf))
 
     def _record_size_sources(self, name: str, size: list, stride: list) -> None:
-        """A size or stride that is a bare symbol tells the wrapper where to read that symbol at run time.
+        """A size or stride that is a bare symbol tells the wrapper where to read that symbol at run time:
+        ``size_sources[s77] = (name, attr, dim, text)``, ``text`` the read (``arg0_1.shape[0]``).
 
         A non-contiguous input (``x[:, ::2]`` of a dynamic ``x``) has a stride symbol of its own, read with
-        ``.stride()`` when no input's size has it."""
+        ``.stride()`` when no input's size has it.  A size ``a*s + b`` of one symbol no input has bare is solved
+        for it: the backward of ``F.pad(x, (1, 2))`` receives a tangent of ``s77 + 3`` elements and returns
+        ``s77`` of them, so ``s77 = arg0_1.shape[0] - 3`` (upstream passes the size itself to the backward)."""
         for attr, values in (("shape", size), ("stride()", stride)):
             for dim, s in enumerate(values):
                 if isinstance(s, sympy.Symbol) and s not in self.size_sources:
-                    self.size_sources[s] = (name, attr, dim)
+                    self.size_sources[s] = (name, attr, dim, f"{name}.{attr}[{dim}]")
+        for attr, values in (("shape", size), ("stride()", stride)):
+            for dim, s in enumerate(values):
+                solved = _solve_linear(s)
+                if solved is not None and solved[0] not in self.size_sources:
+                    symbol, a, b = solved
+                    read = f"{name}.{attr}[{dim}]"
+                    text = f"({read} - {b}) // {a}" if a != 1 else f"{read} - {b}" if b > 0 else f"{read} + {-b}"
+                    self.size_sources[symbol] = (name, attr, dim, text)
 
     def get_attr(self, target, args, kwargs):
         value = getattr(self.module, target)

@@ -369,3 +369,26 @@ def test_the_backward_of_a_step_slice_compiles_symbolically():
     for n in (16, 5, 33, 4):
         _train_step(compiled, _step_slices, torch.randn(n, 3, requires_grad=True))
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _padded_sine(x):
+    return F.pad(x, (1, 2), value=3).sin()
+
+
+def test_a_backward_whose_size_is_its_tangents_minus_the_padding_compiles_once():
+    """``pad``'s backward receives a tangent of ``s77 + 3`` elements and returns ``s77``: no input has ``s77``
+    bare, and the backward's ``call`` refused (a static compile per length). It now solves the tangent's size
+    for it: ``s77 = arg0_1.shape[0] - 3`` (lowering fuzz --grad, seed 50575, a strided input)."""
+    compiled = minidynamo.minicompile(_padded_sine, dynamic=True)
+    for n in (17, 34, 9):
+        _train_step(compiled, _padded_sine, torch.randn(n, requires_grad=True))
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert minidynamo.counters["frames"]["ok"] == 1
+
+
+def test_the_same_backward_of_a_strided_input_under_automatic_dynamic_compiles_once():
+    compiled = minidynamo.minicompile(lambda x: _padded_sine(x))
+    for x in (torch.randn(34)[::2], torch.randn(40), torch.randn(60)[::3]):  # the second call: size and stride
+        _train_step(compiled, _padded_sine, x.detach().requires_grad_())  # become symbols
+    assert minidynamo.counters["frames"]["ok"] == 2 and minidynamo.counters["recompiles"]["total"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
