@@ -265,6 +265,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.size_hints: dict = dict(size_hints or {})
         self.size_sources: dict = {}
         self.shape_env = None  # a symbolic compile's ShapeEnv: what its guards imply about the sizes (statically_true)
+        self.pinned_sizes: dict = {}  # compound size -> the one value the ShapeEnv allows it, or itself (as_size)
         self.buffers: list[ir.Buffer] = []
         self.name_to_buffer: dict[str, ir.Buffer] = {}
         self.graph_inputs: dict[str, ir.IRNode] = {}

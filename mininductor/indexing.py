@@ -109,7 +109,7 @@ def _pinned(expr):
     graph = V.graph
     if getattr(graph, "shape_env", None) is None or not getattr(graph, "size_hints", None):
         return expr
-    known = graph.__dict__.setdefault("_pinned_sizes", {})
+    known = graph.pinned_sizes
     if expr not in known:
         known[expr] = expr
         if not expr.free_symbols - set(graph.size_hints):
