@@ -20,17 +20,18 @@ where ``o``'s window covers ``h``. More than 25 candidates per element fall back
 of the same names do.
 
 The adaptive pools use the same loops with eager's adaptive windows (see "adaptive pooling" below); their window
-length varies with the output position, so the longest is unrolled and masked, and it must be a number: over
-symbolic sizes they fall back. A window too long to unroll is a masked ``Reduction`` instead: a ``sum`` for the
+length varies with the output position, so the longest is unrolled and masked. A window too long to unroll, or
+over a symbolic input size (its length is not a number), is a masked ``Reduction`` instead: a ``sum`` for the
 average, a ``max`` and a ``min`` over per-position keys (for eager's index) for the maximum.
 """
 from __future__ import annotations
 
 import math
 
+import sympy
 import torch
 
-from .indexing import FloorDiv
+from .indexing import FloorDiv, is_symbolic, statically_true
 from .ir import Pointwise, Reduction, TensorBox
 from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
 from .virtualized import ops
@@ -238,17 +239,39 @@ def _adaptive_bounds(o, n_in: int, n_out: int):
     return FloorDiv(o * n_in, n_out), FloorDiv((o + 1) * n_in + n_out - 1, n_out)
 
 
-def _longest(n: int, m: int) -> int:
+def _longest(n, m):
     """The most positions one of ``m`` adaptive windows over ``n`` holds (counted: at most ``ceil((n + m - 1) /
-    m)``, the bound upstream unrolls). With ``n`` and ``m`` swapped: the most windows one position is in."""
-    return max(-(-((o + 1) * n) // m) - o * n // m for o in range(m))
+    m)``, the bound upstream unrolls). With ``n`` and ``m`` swapped: the most windows one position is in.
+
+    Over a symbolic input size (``n`` symbolic, ``m`` a number) it is a bound, ``n // m + 2`` (positions past a
+    window's end are masked), or ``n`` itself for one window (global pooling).  Swapped, a bound from the least
+    input size the ShapeEnv allows: 2 where it knows ``m >= n`` (windows overlap by one at most), else
+    ``ceil(n / 2) + 1`` (a size symbol is at least 2); extra candidates are masked by the backward's checks."""
+    if not (is_symbolic(n) or is_symbolic(m)):
+        return max(-(-((o + 1) * n) // m) - o * n // m for o in range(m))
+    if m == 1 or n == 1:
+        return n
+    if not is_symbolic(m):
+        return FloorDiv(n, m) + 2
+    for least, bound in ((n, 2), (2, -(-n // 2) + 1)):
+        try:
+            if statically_true(sympy.Ge(m, least)):
+                return bound
+        except TypeError:  # undecided: try the next
+            pass
+    raise NotImplementedError(f"an adaptive pooling backward from {n} outputs to {m} inputs")
 
 
 def _static_sizes(*sizes) -> list[int]:
     try:
         return [int(n) for n in sizes]
     except TypeError:
-        raise NotImplementedError("adaptive pooling over a symbolic size (its window length varies)") from None
+        raise NotImplementedError("adaptive pooling to a symbolic output size") from None
+
+
+def _adaptive_sizes(x, out_size) -> list:
+    """``[in_h, in_w, out_h, out_w]``: the output's sizes must be numbers, the input's may be symbolic."""
+    return [*x.get_size()[-2:], *_static_sizes(*out_size[-2:])]
 
 
 def _adaptive_position(o, i, n_in: int, n_out: int):
@@ -262,12 +285,14 @@ def _adaptive_window(o, n_in: int, n_out: int) -> list:
     return [_adaptive_position(o, i, n_in, n_out) for i in range(_longest(n_in, n_out))]
 
 
-def _adaptive_setup(x, meta_size) -> tuple[list[int], bool]:
-    """``[in_h, in_w, out_h, out_w]`` (ints: refused when symbolic) and whether the longest window is too long to
-    unroll (more than ``MAX_WINDOW`` elements)."""
+def _adaptive_setup(x, meta_size) -> tuple[list, bool]:
+    """``[in_h, in_w, out_h, out_w]`` and whether the longest window must be a ``Reduction``: too long to unroll
+    (more than ``MAX_WINDOW`` elements), or of a symbolic length (a symbolic input size)."""
     if not x.get_dtype().is_floating_point:
         raise NotImplementedError("adaptive pooling of an integer tensor")
-    in_h, in_w, out_h, out_w = sizes = _static_sizes(*x.get_size()[-2:], *meta_size[-2:])
+    in_h, in_w, out_h, out_w = sizes = _adaptive_sizes(x, meta_size)
+    if is_symbolic(in_h) or is_symbolic(in_w):
+        return sizes, True
     return sizes, _longest(in_h, out_h) * _longest(in_w, out_w) > MAX_WINDOW
 
 
@@ -375,7 +400,7 @@ _NO_POSITION = 2 ** 62  # a key larger than any flat index: a position that is n
 
 def _adaptive_candidates(x, grad):
     """``candidates`` for ``_pool_backward`` of an adaptive window (refused past ``MAX_WINDOW``)."""
-    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *grad.get_size()[-2:])
+    in_h, in_w, out_h, out_w = _adaptive_sizes(x, grad.get_size())
     _check_candidates(_longest(out_h, in_h) * _longest(out_w, in_w))
     return lambda h, w: ([FloorDiv(h * out_h, in_h) + i for i in range(_longest(out_h, in_h))],
                          [FloorDiv(w * out_w, in_w) + i for i in range(_longest(out_w, in_w))])
@@ -383,7 +408,7 @@ def _adaptive_candidates(x, grad):
 
 @register_lowering(aten._adaptive_avg_pool2d_backward)
 def _adaptive_avg_pool2d_backward(grad, x):
-    in_h, in_w, out_h, out_w = _static_sizes(*x.get_size()[-2:], *grad.get_size()[-2:])
+    in_h, in_w, out_h, out_w = _adaptive_sizes(x, grad.get_size())
     dtype = grad.get_dtype()
 
     def take(outer, oh, ow, h, w, value, inside):
