@@ -34,6 +34,7 @@ from .indexing import (
     as_size,
     decide_min_max,
     size_hint,
+    solve_linear,
     statically_true,
     sym_max,
     sym_min,
@@ -51,17 +52,6 @@ from .virtualized import V
 # same for the dtypes a Triton scalar argument holds exactly; the copy stays for other dtypes and for any
 # consumer that is not a kernel (a matmul, a fallback, an output).
 SCALAR_ARG_DTYPES = (torch.int32, torch.int64, torch.float32)
-
-
-def _solve_linear(expr) -> tuple[sympy.Symbol, int, int] | None:
-    """``(s, a, b)`` where ``expr`` is ``a*s + b`` (integers, ``a`` > 0, ``b`` != 0 or ``a`` > 1) of one symbol."""
-    if not isinstance(expr, sympy.Expr) or expr.is_Symbol or len(expr.free_symbols) != 1:
-        return None
-    (symbol,) = expr.free_symbols
-    a, b = expr.coeff(symbol), expr.subs(symbol, 0)
-    if not (a.is_Integer and b.is_Integer and a > 0) or sympy.expand(a * symbol + b - expr) != 0:
-        return None
-    return symbol, int(a), int(b)
 
 
 def _sym_size(x, dim):
@@ -403,7 +393,7 @@ class GraphLowering(torch.fx.Interpreter):
                     self.size_sources[s] = (name, attr, dim, f"{name}.{attr}[{dim}]")
         for attr, values in (("shape", size), ("stride()", stride)):
             for dim, s in enumerate(values):
-                solved = _solve_linear(s)
+                solved = solve_linear(s)
                 if solved is not None and solved[0] not in self.size_sources:
                     symbol, a, b = solved
                     read = f"{name}.{attr}[{dim}]"

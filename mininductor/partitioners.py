@@ -38,6 +38,8 @@ import torch
 import torch.fx
 from torch.fx import Node
 
+from .indexing import solve_linear
+
 aten = torch.ops.aten
 
 __all__ = ["PartitionStats", "default_partition", "min_cut_rematerialization_partition", "partition_stats"]
@@ -162,7 +164,8 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # extra forward outputs, which the runtime stashes on ``ctx`` and passes to the backward as inputs. We do something
 # simpler: the backward asks its size query again of *one of its own inputs* whose shape holds the same expression
 # -- the rows of ``x`` are the rows of the saved activation and of the output's tangent too -- and the size
-# arithmetic above it is copied as it is. When no saved tensor or tangent holds the size, the smallest primal that
+# arithmetic above it is copied as it is. A size ``a*s + b`` is computed from an input that has ``s``
+# (``_find_linear_size``: the padded length ``s2 + 3`` from ``x``'s ``s2``). When no saved tensor or tangent holds the size, the smallest primal that
 # does is saved as well (``_size_carriers``: the caller's own tensor, so it costs no allocation; e.g. the gradient
 # of ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no primal has it either, the partition
 # raises ``NotImplementedError`` and the caller compiles per shape instead (specialize.py). Either way every symbol
@@ -177,7 +180,16 @@ def _size_from_inputs(graph: torch.fx.Graph, n: Node, inputs: list[Node], env: d
     product of a few of its sizes: ``s0*s1`` rows of a flattened ``(s1, s0, 8)`` saved tensor)."""
     if not is_sym_node(n):  # a static size: the number itself
         return n.meta["val"]
-    found = _find_size(n.meta["val"].node.expr, inputs)
+    expr = n.meta["val"].node.expr
+    found = _find_size(expr, inputs)
+    if found is None and (linear := _find_linear_size(expr, inputs)) is not None:
+        node, dim, a, b = linear  # ``a*s + b`` of a size ``s`` an input has: computed from it
+        size = graph.call_function(aten.sym_size.int, (env[node], dim))
+        size.meta["val"] = node.meta["val"].shape[dim]
+        if a != 1:
+            size = graph.call_function(operator.mul, (size, a))
+            size.meta["val"] = node.meta["val"].shape[dim] * a
+        return _copy_meta(graph.call_function(operator.add, (size, b)), n) if b else _copy_meta(size, n)
     if found is None:
         raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved tensor "
                                   "or tangent has in its shape ([Note: sizes in the backward])")
@@ -213,6 +225,16 @@ def _find_size(expr, candidates: list[Node]) -> tuple[Node, tuple[int, ...] | No
     return None
 
 
+def _find_linear_size(expr, candidates: list[Node]) -> tuple[Node, int, int, int] | None:
+    """``(node, dim, a, b)``: ``expr`` is ``a*s + b`` and a candidate's size ``dim`` is ``s`` (``s18 + 3``, the
+    length of a padded saved tensor, from the ``s18`` rows of another); None if none is."""
+    solved = solve_linear(expr)
+    found = _find_size(solved[0], candidates) if solved is not None else None
+    if found is None or found[1] is None or len(found[1]) != 1:
+        return None
+    return found[0], found[1][0], solved[1], solved[2]
+
+
 def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node], primals: list[Node]) -> list:
     """Primals to save as well, for sizes the backward needs that no other input of it has in its shape.
 
@@ -223,8 +245,9 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
     carriers: list[Node] = []
     for n in _sorted(joint, {n for n in needed & rebuilt if is_sym_node(n)}):
         expr = n.meta["val"].node.expr
-        if _find_size(expr, inputs + carriers) is None:
-            found = _find_size(expr, sorted(primals, key=size_of))  # the smallest primal that has it
+        if _find_size(expr, inputs + carriers) is None and _find_linear_size(expr, inputs + carriers) is None:
+            by_size = sorted(primals, key=size_of)  # the smallest primal that has it, or has it as a*s + b
+            found = _find_size(expr, by_size) or _find_linear_size(expr, by_size)
             carriers += [found[0]] if found is not None else []
     return carriers
 

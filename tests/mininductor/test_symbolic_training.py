@@ -392,3 +392,19 @@ def test_the_same_backward_of_a_strided_input_under_automatic_dynamic_compiles_o
         _train_step(compiled, _padded_sine, x.detach().requires_grad_())  # become symbols
     assert minidynamo.counters["frames"]["ok"] == 2 and minidynamo.counters["recompiles"]["total"] == 1
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _padded_diagonal(x):
+    return torch.diagonal(F.pad(x, (1, 2), value=3), 0, 0, -1), torch.softmax(x, -2).sin()
+
+
+def test_a_backward_size_computed_from_a_saved_inputs_size_compiles_once():
+    """The diagonal's backward builds a zero tensor of the padded input's shape, ``s2 + 3`` along its last dim,
+    which no tangent or saved tensor has (the diagonal's tangent is ``Min(s0, s2 + 3)`` long); ``x`` has ``s2``.
+    The partitioner now saves ``x`` and computes ``sym_size(x, 2) + 3`` (it refused, and each shape compiled its own graph; lowering fuzz --grad --dynamic,
+    seed 51180)."""
+    compiled = minidynamo.minicompile(_padded_diagonal, dynamic=True)
+    for shape in ((33, 2, 5), (66, 2, 5), (7, 3, 9)):  # the softmax's backward saves its output, not x
+        _train_step(compiled, _padded_diagonal, torch.randn(shape, requires_grad=True))
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
