@@ -396,9 +396,8 @@ class GraphLowering(torch.fx.Interpreter):
                 solved = solve_linear(s)
                 if solved is not None and solved[0] not in self.size_sources:
                     symbol, a, b = solved
-                    read = f"{name}.{attr}[{dim}]"
-                    text = f"({read} - {b}) // {a}" if a != 1 else f"{read} - {b}" if b > 0 else f"{read} + {-b}"
-                    self.size_sources[symbol] = (name, attr, dim, text)
+                    read = f"{name}.{attr}[{dim}]" + (f" - {b}" if b > 0 else f" + {-b}" if b < 0 else "")
+                    self.size_sources[symbol] = (name, attr, dim, f"({read}) // {a}" if a != 1 else read)
 
     def get_attr(self, target, args, kwargs):
         value = getattr(self.module, target)

@@ -114,11 +114,8 @@ def _pinned(expr):
         known[expr] = expr
         if not expr.free_symbols - set(graph.size_hints):
             value = expr.subs(graph.size_hints)
-            try:
-                if value.is_Integer and statically_true(sympy.Eq(expr, value)):
-                    known[expr] = value
-            except TypeError:  # undecided: the size varies
-                pass
+            if value.is_Integer and known_true(sympy.Eq(expr, value)):
+                known[expr] = value
     return known[expr]
 
 
@@ -203,9 +200,9 @@ def _structurally_le(a, b) -> bool:
 def size_min(a, b):
     """``min(a, b)`` of sizes, exact for symbolic ones (``statically_true`` either way round: ``max(1, s // 2)``
     is decided by ``s // 2 >= 1``, where ``1 >= s // 2`` is not decided).  Raises ``TypeError`` if neither is."""
-    if _structurally_le(a, b) or _known(sympy.Le(a, b)):
+    if _structurally_le(a, b) or known_true(sympy.Le(a, b)):
         return a
-    if _structurally_le(b, a) or _known(sympy.Le(b, a)):
+    if _structurally_le(b, a) or known_true(sympy.Le(b, a)):
         return b
     raise TypeError(f"cannot determine min({a}, {b}) for every size")
 
@@ -214,7 +211,8 @@ def size_max(a, b):
     return b if a == size_min(a, b) else a
 
 
-def _known(relation) -> bool:
+def known_true(relation) -> bool:
+    """``statically_true``, with an undecided relation read as False (not known to hold for every size)."""
     try:
         return statically_true(relation)
     except TypeError:

@@ -20,7 +20,7 @@ import sympy
 import torch
 
 from . import config, ir
-from .indexing import as_size, is_float_size, is_symbolic, statically_true
+from .indexing import as_size, is_float_size, is_symbolic, known_true
 from .ir import Pointwise, TensorBox
 from .virtualized import V, ops
 
@@ -86,10 +86,7 @@ def _plainness(size) -> tuple[int, str]:
 
 def _known_equal(a, b) -> bool:
     """Whether two sizes are equal for every size the graph serves (``statically_true`` of ``Eq``)."""
-    try:
-        return a == b or (is_symbolic(a) or is_symbolic(b)) and statically_true(sympy.Eq(a, b))
-    except TypeError:
-        return False
+    return a == b or (is_symbolic(a) or is_symbolic(b)) and known_true(sympy.Eq(a, b))
 
 
 def expand_to(x: TensorBox, size: Sequence[int]) -> ir.IRNode:

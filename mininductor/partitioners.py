@@ -165,13 +165,15 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # simpler: the backward asks its size query again of *one of its own inputs* whose shape holds the same expression
 # -- the rows of ``x`` are the rows of the saved activation and of the output's tangent too -- and the size
 # arithmetic above it is copied as it is. A size ``a*s + b`` is computed from an input that has ``s``
-# (``_find_linear_size``: the padded length ``s2 + 3`` from ``x``'s ``s2``). When no saved tensor or tangent holds the size, the smallest primal that
-# does is saved as well (``_size_carriers``: the caller's own tensor, so it costs no allocation; e.g. the gradient
-# of ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no primal has it either, the partition
-# raises ``NotImplementedError`` and the caller compiles per shape instead (specialize.py). Either way every symbol
-# of the backward is readable from the shape of a backward input, which is what the symbolic compile's ``call``
-# needs anyway -- bare, or as ``a*s + b`` solved for ``s`` (``GraphLowering._record_size_sources``: ``pad``'s
-# backward returns ``s77`` of its tangent's ``s77 + 3`` elements, and asks no size query that would save ``x``). The min-cut never saves a size: size nodes have no edge in its flow network.
+# (``_find_linear_size``: the padded length ``s2 + 3`` from ``x``'s ``s2``). When no saved tensor or tangent holds
+# the size, the smallest primal that does is saved as well (``_size_carriers``: the caller's own tensor, so it costs
+# no allocation; e.g. the gradient of ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no
+# primal has it either, the partition raises ``NotImplementedError`` and the caller compiles per shape instead
+# (specialize.py). Either way every symbol of the backward is readable from the shape of a backward input, which is
+# what the symbolic compile's ``call`` needs anyway -- bare, or as ``a*s + b`` solved for ``s``
+# (``GraphLowering._record_size_sources``: ``pad``'s backward returns ``s77`` of its tangent's ``s77 + 3``
+# elements, and asks no size query that would save ``x``). The min-cut never saves a size: size nodes have no edge
+# in its flow network.
 SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
 
 

@@ -31,7 +31,7 @@ import math
 import sympy
 import torch
 
-from .indexing import FloorDiv, is_symbolic, statically_true
+from .indexing import FloorDiv, is_symbolic, known_true
 from .ir import Pointwise, Reduction, TensorBox
 from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
 from .virtualized import ops
@@ -254,11 +254,8 @@ def _longest(n, m):
     if not is_symbolic(m):
         return FloorDiv(n, m) + 2
     for least, bound in ((n, 2), (2, -(-n // 2) + 1)):
-        try:
-            if statically_true(sympy.Ge(m, least)):
-                return bound
-        except TypeError:  # undecided: try the next
-            pass
+        if known_true(sympy.Ge(m, least)):
+            return bound
     raise NotImplementedError(f"an adaptive pooling backward from {n} outputs to {m} inputs")
 
 
