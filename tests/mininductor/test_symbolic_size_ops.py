@@ -1,6 +1,7 @@
 """Sizes computed in a symbolic graph (``dynamic=True``) that sent it to one compile per shape, each found by the
 lowering fuzzer's ``--dynamic`` mode: ``min``/``max``/``%`` of sizes, a diagonal of two symbolic dims, ``select``
-at an index expression, a tuple index led by one, and kernels that read or write one element at such an index.
+at an index expression, a tuple index led by one, and kernels that read or write one element at such an index;
+and the size guards that tracing to ATen adds, which a symbolic compile checks at each call.
 Each test compares with eager and pins the frames, recompiles, symbolic compiles and fallbacks.
 """
 import pytest
@@ -160,3 +161,46 @@ def test_a_float_size_of_a_max_the_shape_env_decides_compiles_symbolically():
         assert_same(x.grad, x_ref.grad)
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+
+
+def test_a_call_that_breaks_a_size_guard_of_the_trace_is_compiled_for_its_shape():
+    """[Note: guards a symbolic compile adds]: tracing the joint graph of ``view(-1, 4)`` to ATen guards relations
+    over ``s0, s1`` (``Ne(s1, s1 // 4)``, ...) that minidynamo's graph never asked.  The compile carries them: a
+    caller that checks no frame guards (here the backend's result, called directly) and breaks one gets a static
+    compile of its shape and eager's values and gradients, not the symbolic graph."""
+    from mininductor import compile_fx
+    compiled_graphs = []
+
+    def backend(gm, example_inputs):
+        compiled_graphs.append(compile_fx(gm, example_inputs))
+        return compiled_graphs[-1]
+
+    def f(x):
+        return x.view(-1, 4).sum(1).exp()
+    frame = minidynamo.minicompile(f, backend=backend, dynamic=True)
+    for shape in ((2, 8), (3, 8)):
+        x = torch.randn(shape, requires_grad=True)
+        assert_same(frame(x), f(x))
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0 and metrics.size_guards
+    x = torch.randn(4, 4, requires_grad=True)  # breaks Ne(s1, s0*s1 // (s0*s1 // 4)); eager is fine
+    x_ref = x.detach().clone().requires_grad_()
+    out, expected = compiled_graphs[0](x)[0], f(x_ref)
+    assert_same(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    assert_same(x.grad, x_ref.grad)
+    assert metrics.specialisations == 1 and len(compiled_graphs) == 1
+
+
+def test_size_guards_over_an_inputs_strides_are_read_off_its_strides():
+    """``nansum`` of an input with gaps between its rows: the trace compares its stride symbols (``s89 >= s9``),
+    which no size holds, so each call reads them off the input's strides (lowering fuzz --dynamic, seed 46073:
+    the symbolic compile refused and compiled per shape)."""
+    def f(x):
+        return x.nansum(2, keepdim=True)
+    compiled = minidynamo.minicompile(f, dynamic=True)
+    for n, m in ((5, 33), (7, 20), (5, 33)):
+        x = torch.randn(n * 8 * m).as_strided((n, 1, m), (8 * m, 4 * m, 2))
+        assert_same(compiled(x), f(x))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.size_guards and not metrics.symbolic_fallbacks
