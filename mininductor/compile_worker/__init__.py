@@ -200,6 +200,8 @@ def warm_pool() -> SubprocPool | None:
     from .. import config
     global _POOL, _WARM_UP
     with _POOL_LOCK:
+        if _gpu_compiles():
+            use_torchs_ptxas()  # before anything compiles, and before workers inherit the environment
         if _WARM_UP is None and config.warm_up_triton and _gpu_compiles():
             # not a daemon: the interpreter waits for it at exit rather than stop it inside LLVM
             _WARM_UP = threading.Thread(target=_warm_up_quietly, name="mininductor-triton-warm-up")
@@ -250,6 +252,32 @@ def _triton_cache_dir() -> str | None:
         return knobs.cache.dir
     except Exception:  # noqa: BLE001 - an older Triton: the environment (inherited) decides
         return None
+
+
+# ------------------------------------------------------------------------------------------------ which ptxas
+def use_torchs_ptxas(torch_dir: str | None = None) -> str | None:
+    """Compile with the ``ptxas`` torch ships (``torch/bin/ptxas``) unless ``TRITON_PTXAS_PATH`` already names one;
+    returns the ``ptxas`` set, or None where the choice is left to Triton.
+
+    [Note: which ptxas]  ``ptxas`` turns a kernel's PTX into machine code, and its optimiser has bugs that depend
+    on its version.  Triton 3.6 bundles ptxas 12.8.93, and on an H200 that version miscompiled one of our fused
+    kernels: an average pooling's gradient fused with the ``cos`` of sin's backward, whose slow path libdevice
+    inlines as a loop over local memory.  A third of the gradient came out wrong, in the same PTX that ptxas
+    13.0.88 compiles right (docs/debugging.md).  A CUDA 13 build of torch ships that newer ptxas in ``torch/bin``,
+    and upstream Inductor points Triton at it before compiling (``_set_triton_ptxas_path`` in
+    ``torch/_inductor/codecache.py``); we do the same, so our kernels are built by the ptxas torch.compile's are
+    built by.  A path the user set is kept, and Triton's cache key includes the ptxas version, so binaries built
+    by the other ptxas are never reused."""
+    if os.environ.get("TRITON_PTXAS_PATH"):
+        return None
+    if torch_dir is None:
+        import torch
+        torch_dir = os.path.dirname(torch.__file__)
+    path = os.path.join(torch_dir, "bin", "ptxas")
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    os.environ["TRITON_PTXAS_PATH"] = path
+    return path
 
 
 # ------------------------------------------------------------------------------------------------ warming up

@@ -239,3 +239,35 @@ def test_warm_pool_warms_triton_up_on_a_background_thread_once(tmp_path, monkeyp
         monkeypatch.setattr(compile_worker, "_WARM_UP", None)
         compile_worker.warm_pool()
         assert compile_worker._WARM_UP is None
+
+
+def test_kernels_are_built_by_the_ptxas_torch_ships(tmp_path, monkeypatch):
+    """[Note: which ptxas]: the ``ptxas`` in torch's ``bin/`` when it has one and the user named none, as upstream
+    Inductor chooses (Triton 3.6's own ptxas 12.8.93 miscompiled a fused pooling gradient on an H200)."""
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    assert compile_worker.use_torchs_ptxas(str(tmp_path)) is None  # a CPU build of torch ships none
+    ptxas = tmp_path / "bin" / "ptxas"
+    ptxas.parent.mkdir()
+    ptxas.write_text("#!/bin/sh\n")
+    ptxas.chmod(0o644)
+    assert compile_worker.use_torchs_ptxas(str(tmp_path)) is None  # not executable: Triton's own stays
+    assert "TRITON_PTXAS_PATH" not in os.environ
+    ptxas.chmod(0o755)
+    assert compile_worker.use_torchs_ptxas(str(tmp_path)) == str(ptxas)
+    assert os.environ["TRITON_PTXAS_PATH"] == str(ptxas)
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/cuda/bin/ptxas")  # the user's choice is kept
+    assert compile_worker.use_torchs_ptxas(str(tmp_path)) is None
+    assert os.environ["TRITON_PTXAS_PATH"] == "/opt/cuda/bin/ptxas"
+
+
+TORCHS_PTXAS = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
+
+
+@pytest.mark.skipif(not (compile_worker.gpu_present() and os.path.isfile(TORCHS_PTXAS)),
+                    reason="a CUDA build of torch that ships ptxas, on a machine with a GPU")
+def test_triton_compiles_with_torchs_ptxas_once_mininductor_is_imported():
+    from triton import knobs
+    if os.environ.get("TRITON_PTXAS_PATH") not in (None, TORCHS_PTXAS):
+        pytest.skip("TRITON_PTXAS_PATH names another ptxas: the user's choice is kept")
+    assert os.environ["TRITON_PTXAS_PATH"] == TORCHS_PTXAS  # set by warm_pool, when mininductor was imported
+    assert knobs.nvidia.ptxas.path == TORCHS_PTXAS

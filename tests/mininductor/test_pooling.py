@@ -64,11 +64,11 @@ def test_pooling_backwards_match_eager(kind, kw):
     pool_gradient_matches_eager(lambda x: pool(x * 3, **kw).pow(2))
 
 
-@pytest.mark.xfail(DEVICE == "cuda", strict=True, reason=(
-    "ptxas miscompiles this kernel (Triton 3.6 on an H200; docs/debugging.md): the average pooling's "
-    "gradient fused with the cos of sin's backward, whose slow path (a loop over local memory) libdevice inlines. "
-    "Its source is correct: interpreted, or built with DISABLE_PTXAS_OPT=1, it matches eager"))
 def test_a_pooling_gradient_fused_with_a_cosine_matches_eager():
+    """One kernel: the average pooling's gradient, then the ``cos`` of sin's backward, whose slow path libdevice
+    inlines as a loop over local memory.  On an H200, Triton 3.6's own ptxas (12.8.93) miscompiled it -- a third
+    of the gradient wrong -- and the ptxas torch ships (13.0.88), which we compile with, builds it right
+    ([Note: which ptxas] in compile_worker; docs/debugging.md)."""
     kw = {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}
     pool_gradient_matches_eager(lambda x: F.avg_pool2d(x.sin() * 3, **kw).pow(2))
 
