@@ -29,6 +29,11 @@ import torch
 from .triton_ops import TL_DTYPE, compute_dtype, identity
 
 INDEX_BIG = 2**31 - 1
+# [Note: narrow integer reductions]  Triton's ``tl.max``/``tl.min`` widen an 8- or 16-bit integer block to int32
+# before reducing, so the maximum of a ``uint8`` row came back as int32 -- and ``x // x.max()`` then failed to
+# compile, since Triton refuses to divide across signedness (lowering fuzz, seed 57864).  The result is narrowed
+# back: the extreme of a row of these values is one of them.
+NARROW_INTS = (torch.int8, torch.uint8, torch.int16)
 
 
 class ReductionCodegenMixin:
@@ -90,6 +95,8 @@ class ReductionCodegenMixin:
         if acc_dtype.is_floating_point and not self.interpret:  # one pass that keeps NaN (tl.max would drop it)
             combine = "_maximum_nan" if rtype in ("max", "argmax") else "_minimum_nan"
             best = emit(f"tl.reduce({block}, 1, {combine})[:, None]", acc_dtype)
+        elif acc_dtype in NARROW_INTS:  # [Note: narrow integer reductions]
+            best = emit(f"{fn}({block}, 1)[:, None].to({TL_DTYPE[acc_dtype]})", acc_dtype)
         else:
             best = emit(f"{fn}({block}, 1)[:, None]", acc_dtype)
         if acc_dtype.is_floating_point and self.interpret:  # interpreted, tl.reduce is slow: a NaN check beside

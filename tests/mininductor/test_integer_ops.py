@@ -57,3 +57,16 @@ def test_integer_pow_with_a_negative_exponent_raises_like_eager():
     raises_like_eager(lambda p: p ** -1, a, fallbacks=1)
     raises_like_eager(lambda p: (p + 1).to(torch.int8) ** -2, a, fallbacks=1)
     check(lambda p: (p.float() ** -2, p ** 3, (p > 0) ** 2), a, kernels=1, fallbacks=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_the_extreme_of_a_narrow_integer_row_keeps_its_dtype(dtype):
+    """Triton's ``tl.max`` widens an 8- or 16-bit block to int32, so ``x // x.amax(1)`` on uint8 divided a uint8
+    by an int32, which Triton refuses to compile ([Note: narrow integer reductions]; lowering fuzz, seed 57864).
+    The maximum fused with its uses, persistent and looped (1025 columns), and the minimum."""
+    low = 0 if dtype == torch.uint8 else -50
+    for cols in (5, 1025):
+        x = torch.randint(low, 100, (3, cols), dtype=dtype)
+        x[:, 0] = 7  # no zero divisor
+        check(lambda x: (x // x.amax(1, keepdim=True), x % x.amax(1, keepdim=True), x.amin(1) // 3,
+                         x.amax(1) - x[:, 0]), x, fallbacks=0)
