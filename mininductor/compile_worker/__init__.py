@@ -38,6 +38,8 @@ How:
   Triton 3.6 -- stays on the critical path.  Worth it in a long session that compiles much after its start, such
   as a training run's recompiles.  What did make the first call faster is the warm-up in our own process
   (``warm_up_triton``).
+* Before anything compiles, ``warm_pool`` points Triton at the ``ptxas`` torch ships, as upstream does
+  (``use_torchs_ptxas``, [Note: which ptxas]); the workers inherit the choice with the environment.
 * A worker costs speed, never correctness or a crash: one that fails a job, dies, or takes longer than
   ``config.compile_worker_timeout`` is counted (``metrics.compile_worker_failures``), a dead or hung one is
   dropped, and the thread compiles the kernel in our process as it always did.
