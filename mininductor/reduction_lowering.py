@@ -54,7 +54,8 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
     elif product(rranges) == 1 and reduction_type in ("argmax", "argmin"):  # one candidate: its index, 0
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, lambda index: ops.constant(0, dtype), ranges))
     elif product(rranges) == 1:
-        body = lambda index: ops.to_dtype(inner_fn(index, [0] * len(rranges)), dtype)
+        body = lambda index: ops.to_dtype(_plus_zero(inner_fn(index, [0] * len(rranges)), reduction_type,
+                                                     src_dtype), dtype)
         result = TensorBox.create(ir.Pointwise(x.get_device(), dtype, body, ranges, origins=origins_of([x])))
     elif _should_split(ranges, rranges, reduction_type):
         result = _split_reduction(x, inner_fn, ranges, rranges, reduction_type, dtype, src_dtype)
@@ -69,6 +70,19 @@ def make_reduction(x, dims, keepdim: bool, reduction_type: str, dtype: torch.dty
         for d in dims:
             result = unsqueeze(result, d)
     return result
+
+
+def _plus_zero(value, reduction_type: str, dtype: torch.dtype):
+    """A float sum of one element, plus ``+0.0``.
+
+    [Note: a sum of negative zeros]  Eager's sums start from ``+0.0``, so the sum of ``-0.0`` alone, or of
+    several, is ``+0.0``; the sign shows after a division (``1 / x[:, :1].sum(1)`` is ``+inf``).  A row of one
+    element reduces to a copy of it, and a block of ``-0.0``s that fills its lanes sums to ``-0.0`` (no padding
+    lane holds the ``+0.0`` identity): ``-inf`` (lowering fuzz, seed 58227).  Adding ``+0.0`` gives eager's zero
+    and leaves every other value, NaN included, as it is."""
+    if reduction_type != "sum" or not dtype.is_floating_point:
+        return value
+    return ops.add(value, ops.constant(0.0, dtype))
 
 
 def _reduction_inner_fn(x, kept: list[int], dims: list[int], src_dtype: torch.dtype):

@@ -84,6 +84,8 @@ class ReductionCodegenMixin:
 
     def _final_reduce(self, rtype: str, block: str, index_block: str, acc_dtype, dtype) -> str:
         emit = lambda text, dt: self._emit(text, dt, cse=False)
+        if rtype == "sum" and acc_dtype.is_floating_point:  # [Note: a sum of negative zeros]
+            return emit(f"tl.sum({block}, 1)[:, None] + 0.0", acc_dtype)
         if rtype == "sum":
             return emit(f"tl.sum({block}, 1)[:, None]", acc_dtype)
         if rtype == "prod":

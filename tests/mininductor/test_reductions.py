@@ -4,7 +4,9 @@ reductions over one element and the dtype of uint8 any/all."""
 import pytest
 import torch
 
+import minidynamo
 import mininductor
+from mininductor import metrics
 
 from .utils import DEVICE, check
 
@@ -203,3 +205,17 @@ def test_any_all_of_uint8_are_uint8(monkeypatch):
     monkeypatch.setattr(mininductor.config, "split_outer_reduction_block_rows", 32)
     u = torch.randint(0, 3, (96, 7), dtype=torch.uint8)
     check(lambda u: (u.any(0), u.all(0), u[:5].any(1), u.all(), u.bool().any(0)), u, fallbacks=0)
+
+
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_a_sum_of_negative_zeros_is_positive_zero_as_in_eager():
+    """[Note: a sum of negative zeros]: eager's sums start from +0.0.  A row of one element was a copy of it and
+    a block of -0.0s filling its lanes summed to -0.0, which a division turned into -inf (lowering fuzz, seed
+    58227)."""
+    z = torch.full((3, 4), -0.0, device=DEVICE)
+    fn = lambda z: (1 / z[:, :1].sum(1), 1 / z[:, :2].sum(1), 1 / z.mean(1), 1 / z[:, :1].mean(1), z.sum(1), z.prod(1),
+                    z.amax(1))
+    compiled = minidynamo.minicompile(fn)
+    for ours, theirs in zip(compiled(z), fn(z)):
+        assert torch.equal(ours, theirs) and torch.equal(ours.signbit(), theirs.signbit()), (ours, theirs)
+    assert metrics.fallback_count == 0
