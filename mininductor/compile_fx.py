@@ -21,6 +21,7 @@ import types
 import warnings
 from collections.abc import Callable
 
+import sympy
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
@@ -187,14 +188,17 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
     do symbolically -- in particular when tracing replaced a size by a number; the caller then compiles per shape.
     A relation over sizes that tracing assumed is checked at each call instead ([Note: guards a symbolic compile
     adds] in specialize.py)."""
-    if any(not isinstance(x, torch.Tensor) for x in example_inputs):
-        raise NotImplementedError("int inputs (their value would be a kernel argument too)")
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
-    if len(fakes) != len(example_inputs) or not all(isinstance(f, torch.Tensor) for f in fakes):
-        raise NotImplementedError("a placeholder without a fake example value")
-    shape_env = fakes[0].fake_mode.shape_env
+    if len(fakes) != len(example_inputs) or not all(isinstance(f, (torch.Tensor, int, torch.SymInt)) for f in fakes) \
+            or any(isinstance(f, torch.SymInt) and not _is_size_symbol(f) and not f.node.expr.is_number
+                   for f in fakes):
+        raise NotImplementedError("a placeholder without a fake tensor or a symbolic int as its example value")
+    shape_env = next(f.fake_mode.shape_env for f in fakes if isinstance(f, torch.Tensor))
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
-    if is_training(example_inputs, gm):
+    training = is_training(example_inputs, gm)
+    if training and any(_is_size_symbol(f) for f in fakes):
+        raise NotImplementedError("int inputs in training (AOTAutograd's joint graph takes tensors only here)")
+    if training:
         from .aot_autograd import aot_module
         compiler = _symbolic_compiler(shape_env)
         with metrics.timed("aot"):  # the compiles it calls back are timed on their own
@@ -208,6 +212,15 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
     added = [g.expr for g in shape_env.guards[guards:]]
     return SizeGuarded(compiled, SizeGuards(added, fakes)) if added else compiled
+
+
+def _is_size_symbol(value) -> bool:
+    """An int input traced as a symbol of its own (``L['n']`` after it changed: ``s52``).
+
+    [Note: int inputs of a symbolic graph]  ``x[:n]`` with a dynamic ``n`` slices to a symbolic length; like a
+    size, ``n`` becomes a kernel argument, and ``call`` reads it from its input (``s52 = arg1_1``).  An int that is
+    only an operand of element-wise ops is a 0-d tensor instead (``ints_as_tensors`` in specialize.py)."""
+    return isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol)
 
 
 def _symbolic_compiler(shape_env) -> Callable:

@@ -359,6 +359,13 @@ class GraphLowering(torch.fx.Interpreter):
         example = self.example_inputs[self._placeholder_index]
         self._placeholder_index += 1
         name = f"arg{len(self.graph_input_names)}_1"
+        if isinstance(example, torch.SymInt):  # [Note: int inputs of a symbolic graph] in compile_fx.py
+            self.graph_input_names.append(name)
+            expr = example.node.expr
+            if expr.is_number:  # an int the frame specialised (0 and 1 are): a constant, as below
+                return int(expr)
+            self.size_sources.setdefault(expr, (name, None, None, name))
+            return expr
         if not isinstance(example, torch.Tensor):
             self.graph_input_names.append(name)  # passed to call() like any input, used as a constant
             return example

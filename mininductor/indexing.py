@@ -173,10 +173,30 @@ def statically_true(relation) -> bool:
         return bool(relation)
     from .virtualized import V
     shape_env = getattr(V.graph, "shape_env", None)
-    decided = shape_env._maybe_evaluate_static(_as_torch_sympy(relation)) if shape_env is not None else None
+    decided = None
+    if shape_env is not None:
+        decided = shape_env._maybe_evaluate_static(_as_torch_sympy(relation), axioms=_conjuncts(shape_env))
     if decided in (sympy.true, sympy.false):
         return bool(decided)
     raise TypeError(f"cannot determine truth value of {relation} for every size")
+
+
+def _conjuncts(shape_env) -> tuple:
+    """The ShapeEnv's guards, with each ``a & b`` as its two facts, in canonical form.  Slicing ``x[:n]`` guards
+    ``(s86 >= 0) & (s86 <= s77)`` in one expression, which the ShapeEnv's own matching uses whole: ``s86 <= s77``
+    alone, what ``min(n, len(x))`` asks, was undecided ([Note: int inputs of a symbolic graph] in compile_fx.py)."""
+    from torch.fx.experimental.symbolic_shapes import canonicalize_bool_expr
+    axioms = shape_env.get_axioms()  # cached by the ShapeEnv until a guard is added
+    cached = getattr(shape_env, "_mininductor_conjuncts", None)
+    if cached is not None and cached[0] is axioms:
+        return cached[1]
+    facts = []
+    for axiom in axioms:
+        facts.extend(axiom.args if isinstance(axiom, sympy.And) else (axiom,))
+    # ``s86 > s77`` implies ``s77 <= s86`` only once written as ``s77 < s86``, the form the ShapeEnv reasons in
+    conjuncts = tuple(dict.fromkeys(canonicalize_bool_expr(f) for f in facts))
+    shape_env._mininductor_conjuncts = (axioms, conjuncts)
+    return conjuncts
 
 
 def _as_torch_sympy(expr):

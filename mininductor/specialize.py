@@ -20,7 +20,7 @@ from the numels of each call (block sizes are chosen once, from the size hints):
 backward symbolically too (``aot_autograd``: [Note: dynamic shapes in AOTAutograd]); the backward reads its sizes
 off the shapes of the saved tensors and tangents (``partitioners``: [Note: sizes in the backward]).
 
-**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs, a size the
+**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs in training, a size the
 backward cannot read off its inputs' shapes, an op with no lowering that returns a size (other fallback kernels
 take symbolic layouts: [Note: fallbacks with symbolic sizes] in graph.py), size arithmetic other than
 ``+ - * // /`` (float sizes: [Note: float sizes] in indexing.py), a reshape that is not a product of sizes, a
@@ -200,7 +200,8 @@ class SizeGuards:
         metrics.size_guards.extend(str(e) for e in exprs)
 
     def holds(self, args) -> bool:
-        sizes = tuple(args[i].stride(d) if stride else args[i].shape[d] for i, d, stride in self.reads.values())
+        sizes = tuple(args[i] if d is None else args[i].stride(d) if stride else args[i].shape[d]
+                      for i, d, stride in self.reads.values())
         ok = self.seen.get(sizes)
         if ok is None:
             if len(self.seen) >= 1024:
@@ -215,10 +216,16 @@ class SizeGuards:
 
 def _symbol_reads(fakes: list) -> dict:
     """Each symbol of the fake inputs, and the first ``(input, dim, is a stride)`` whose size -- or, for an input
-    with gaps between its rows, stride -- is exactly that symbol."""
+    with gaps between its rows, stride -- is exactly that symbol; ``(input, None, False)`` for an int input that
+    is the symbol."""
     reads = {}
+    for i, fake in enumerate(fakes):
+        if isinstance(fake, torch.SymInt) and isinstance(fake.node.expr, sympy.Symbol):
+            reads.setdefault(fake.node.expr, (i, None, False))
     for stride in (False, True):
         for i, fake in enumerate(fakes):
+            if not isinstance(fake, torch.Tensor):
+                continue
             for d, size in enumerate(fake.stride() if stride else fake.shape):
                 expr = size.node.expr if isinstance(size, torch.SymInt) else None
                 if isinstance(expr, sympy.Symbol) and expr not in reads:

@@ -167,15 +167,20 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return self.dtypes.get(value, torch.float32) if isinstance(value, str) else torch.float32
 
     # ------------------------------------------------------------------------------------------- indexing
+    def _size_symbols(self, expr) -> set:
+        """The size symbols of ``expr``: positive (a size), or an int input's value, which the wrapper reads too
+        ([Note: int inputs of a symbolic graph]); the loop variables (``x0``, ``r0_1``) are only nonnegative."""
+        return {s for s in expr.free_symbols if s.is_positive or s in V.graph.size_sources}
+
     def _size_text(self, expr) -> str:
         """A size in kernel source: its symbols become int arguments of the kernel."""
         expr = sympy.sympify(expr)
-        self.size_vars |= {s for s in expr.free_symbols if s.is_positive}
+        self.size_vars |= self._size_symbols(expr)
         return texpr(expr, kernel=True)
 
     def _index(self, expr) -> str:
         expr = simplify_index(sympy.sympify(expr))
-        self.size_vars |= {s for s in expr.free_symbols if s.is_positive}  # size symbols (loop vars: nonnegative)
+        self.size_vars |= self._size_symbols(expr)
         replacements = {}
         for atom in expr.atoms(FloorDiv, ModularIndexing):
             if atom.args[0] in (XINDEX, RINDEX):

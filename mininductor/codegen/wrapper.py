@@ -250,8 +250,9 @@ class WrapperCodeGen:
         if inputs:
             lines.append(f"    {', '.join(inputs)}, = args")
         lines.append("    args.clear()")
-        for symbol, (*_, read) in sorted(self.graph.size_sources.items(), key=lambda kv: str(kv[0])):
-            lines.append(f"    {symbol} = {read}  # a symbolic size, read from the input")
+        for symbol, (_, attr, _, read) in sorted(self.graph.size_sources.items(), key=lambda kv: str(kv[0])):
+            what = "a symbolic size, read from the input" if attr else "an int input, used as a size"
+            lines.append(f"    {symbol} = {read}  # {what}")
         mutated = {name for name, _ in self.graph.mutations}
         for name in self.graph.moved_inputs:
             if name in mutated:  # the caller's CPU tensor takes the new value at the end (below)

@@ -1,7 +1,8 @@
 """Sizes computed in a symbolic graph (``dynamic=True``) that sent it to one compile per shape, each found by the
 lowering fuzzer's ``--dynamic`` mode: ``min``/``max``/``%`` of sizes, a diagonal of two symbolic dims, ``select``
 at an index expression, a tuple index led by one, and kernels that read or write one element at such an index;
-and the size guards that tracing to ATen adds, which a symbolic compile checks at each call.
+and the size guards that tracing to ATen adds, which a symbolic compile checks at each call; int inputs read as
+sizes.
 Each test compares with eager and pins the frames, recompiles, symbolic compiles and fallbacks.
 """
 import pytest
@@ -11,7 +12,7 @@ import minidynamo
 from minidynamo.testing import outcome
 from mininductor import metrics
 
-from .utils import assert_same, frames_ok, run_shapes
+from .utils import DEVICE, assert_same, frames_ok, leaves, run_shapes
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -204,3 +205,43 @@ def test_size_guards_over_an_inputs_strides_are_read_off_its_strides():
         assert_same(compiled(x), f(x))
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert metrics.size_guards and not metrics.symbolic_fallbacks
+
+
+def test_int_inputs_are_kernel_arguments_read_by_call():
+    """[Note: int inputs of a symbolic graph]: an int ``n`` used as a slice bound, a size and an operand is a symbol
+    like the sizes; ``call`` reads it from its input (``s86 = arg1_1``), so one compile serves every ``(rows, n)``.
+    They used to compile once per shape and value.  Slicing guards ``0 <= n <= rows`` (one guard, two facts, which
+    ``min(n, rows)`` now reads apart); ``n`` past the rows (eager clamps the slice) is another frame."""
+    def fn(x, n):
+        return x[:n] * n, x.new_zeros(n, 2) + x[:n, :2], x[:n].reshape(-1) + 1, x.new_ones(n).sum()
+
+    def clamped(x, n):
+        return (x[:n] * 2).sum(0)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((6, 2), (8, 5), (9, 3), (8, 5)):
+        x = torch.randn(rows, 6, device=DEVICE)
+        assert_same(compiled(x, n), fn(x, n))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+    compiled = minidynamo.minicompile(clamped, dynamic=True)
+    for rows, n in ((6, 2), (8, 5), (3, 5), (2, 7)):
+        x = torch.randn(rows, 6, device=DEVICE)
+        assert_same(compiled(x, n), clamped(x, n))
+    assert frames_ok() == 3 and metrics.specialisations == 0 and metrics.fallback_count == 0  # n <= rows, n > rows
+
+
+def test_training_with_an_int_input_compiles_per_shape():
+    """AOTAutograd's joint graph takes tensors only here: training with an int input compiles per shape, with the
+    reason recorded, and matches eager's gradients."""
+    def fn(x, w, n):
+        return (x[:n] * w).sum()
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((6, 2), (8, 5), (8, 5)):
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
+        compiled(x, w, n).backward()
+        fn(x_ref, w_ref, n).backward()
+        assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad))
+    assert frames_ok() == 1 and metrics.specialisations == 2
+    assert "int inputs in training" in metrics.symbolic_fallbacks[0]
