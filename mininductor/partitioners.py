@@ -38,8 +38,6 @@ import torch
 import torch.fx
 from torch.fx import Node
 
-from .indexing import solve_linear
-
 aten = torch.ops.aten
 
 __all__ = ["PartitionStats", "default_partition", "min_cut_rematerialization_partition", "partition_stats"]
@@ -164,37 +162,33 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # extra forward outputs, which the runtime stashes on ``ctx`` and passes to the backward as inputs. We do something
 # simpler: the backward asks its size query again of *one of its own inputs* whose shape holds the same expression
 # -- the rows of ``x`` are the rows of the saved activation and of the output's tangent too -- and the size
-# arithmetic above it is copied as it is. A size ``a*s + b`` is computed from an input that has ``s``
-# (``_find_linear_size``: the padded length ``s2 + 3`` from ``x``'s ``s2``). When no saved tensor or tangent holds
-# the size, the smallest primal that does is saved as well (``_size_carriers``: the caller's own tensor, so it costs
-# no allocation; e.g. the gradient of ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no
-# primal has it either, the partition raises ``NotImplementedError`` and the caller compiles per shape instead
-# (specialize.py). Either way every symbol of the backward is readable from the shape of a backward input, which is
-# what the symbolic compile's ``call`` needs anyway -- bare, or as ``a*s + b`` solved for ``s``
-# (``GraphLowering._record_size_sources``: ``pad``'s backward returns ``s77`` of its tangent's ``s77 + 3``
-# elements, and asks no size query that would save ``x``). The min-cut never saves a size: size nodes have no edge
-# in its flow network.
+# arithmetic above it is copied as it is. A size no input has whole is computed from inputs that have its symbols
+# (``_rebuild_size``: the padded length ``s2 + 3`` from ``x``'s ``s2``, ``Max(1, s31 // 2)`` from the ``s31`` rows
+# of another). When no saved tensor or tangent holds the size or a symbol of it, the smallest primal that does is
+# saved as well (``_size_carriers``: the caller's own tensor, so it costs no allocation; e.g. the gradient of
+# ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no primal has it either, the partition
+# raises ``NotImplementedError`` and the caller compiles per shape instead (specialize.py). Either way every symbol
+# of the backward is readable from the shape of a backward input, which is what the symbolic compile's ``call``
+# needs anyway -- bare, or as ``a*s + b`` solved for ``s`` (``GraphLowering._record_size_sources``: ``pad``'s
+# backward returns ``s77`` of its tangent's ``s77 + 3`` elements, and asks no size query that would save ``x``).
+# The min-cut never saves a size: size nodes have no edge in its flow network.
 SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
 
 
 def _size_from_inputs(graph: torch.fx.Graph, n: Node, inputs: list[Node], env: dict) -> Node:
     """``n``, a size query on a value the graph lacks, as ``sym_size``/``sym_numel`` of one of its inputs (or the
-    product of a few of its sizes: ``s0*s1`` rows of a flattened ``(s1, s0, 8)`` saved tensor)."""
+    product of a few of its sizes: ``s0*s1`` rows of a flattened ``(s1, s0, 8)`` saved tensor), else as size
+    arithmetic over the inputs' sizes that hold its symbols (``s2 + 3`` from ``x``'s ``s2``)."""
     if not is_sym_node(n):  # a static size: the number itself
         return n.meta["val"]
     expr = n.meta["val"].node.expr
     found = _find_size(expr, inputs)
-    if found is None and (linear := _find_linear_size(expr, inputs)) is not None:
-        node, dim, a, b = linear  # ``a*s + b`` of a size ``s`` an input has: computed from it
-        size = graph.call_function(aten.sym_size.int, (env[node], dim))
-        size.meta["val"] = node.meta["val"].shape[dim]
-        if a != 1:
-            size = graph.call_function(operator.mul, (size, a))
-            size.meta["val"] = node.meta["val"].shape[dim] * a
-        return _copy_meta(graph.call_function(operator.add, (size, b)), n) if b else _copy_meta(size, n)
     if found is None:
-        raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved tensor "
-                                  "or tangent has in its shape ([Note: sizes in the backward])")
+        dims = _symbol_dims(expr, inputs)
+        if dims is None:
+            raise NotImplementedError(f"the backward needs the size {n.meta['val']} ({n.name}), which no saved "
+                                      "tensor or tangent has in its shape ([Note: sizes in the backward])")
+        return _copy_meta(_rebuild_size(graph, expr, dims, env), n)
     node, dims = found
     if dims is None:
         return _copy_meta(graph.call_function(aten.sym_numel.default, (env[node],)), n)
@@ -227,14 +221,53 @@ def _find_size(expr, candidates: list[Node]) -> tuple[Node, tuple[int, ...] | No
     return None
 
 
-def _find_linear_size(expr, candidates: list[Node]) -> tuple[Node, int, int, int] | None:
-    """``(node, dim, a, b)``: ``expr`` is ``a*s + b`` and a candidate's size ``dim`` is ``s`` (``s18 + 3``, the
-    length of a padded saved tensor, from the ``s18`` rows of another); None if none is."""
-    solved = solve_linear(expr)
-    found = _find_size(solved[0], candidates) if solved is not None else None
-    if found is None or found[1] is None or len(found[1]) != 1:
+def _symbol_dims(expr, candidates: list[Node]) -> dict | None:
+    """``{symbol: (node, dim)}``: for each symbol of ``expr``, a candidate with that symbol as a size, where
+    ``expr`` is arithmetic ``_rebuild_size`` can write; None if a symbol is in no candidate's shape."""
+    if not _rebuildable(expr):
         return None
-    return found[0], found[1][0], solved[1], solved[2]
+    dims = {}
+    for symbol in expr.free_symbols:
+        found = _find_size(symbol, candidates)
+        if found is None or found[1] is None or len(found[1]) != 1:
+            return None
+        dims[symbol] = (found[0], found[1][0])
+    return dims
+
+
+# size arithmetic the backward can redo: sympy's (and torch's) functions -> the FX call that computes each
+_SIZE_FUNCTIONS = {"FloorDiv": operator.floordiv, "Max": torch.sym_max, "Min": torch.sym_min}
+
+
+def _rebuildable(expr) -> bool:
+    if isinstance(expr, (sympy.Symbol, sympy.Integer)):
+        return True
+    known = isinstance(expr, (sympy.Add, sympy.Mul)) or type(expr).__name__ in _SIZE_FUNCTIONS
+    return known and all(_rebuildable(a) for a in expr.args)
+
+
+def _rebuild_size(graph: torch.fx.Graph, expr, dims: dict, env: dict):
+    """``expr`` as FX size arithmetic over ``sym_size`` of the inputs ``dims`` names (``Max(1, s31 // 2)``:
+    ``sym_max(1, floordiv(sym_size(x, 0), 2))``), each node with its SymInt value."""
+    if isinstance(expr, sympy.Integer):
+        return int(expr)
+    if isinstance(expr, sympy.Symbol):
+        node, dim = dims[expr]
+        size = graph.call_function(aten.sym_size.int, (env[node], dim))
+        size.meta["val"] = node.meta["val"].shape[dim]
+        return size
+    fn = operator.add if isinstance(expr, sympy.Add) else operator.mul if isinstance(expr, sympy.Mul) \
+        else _SIZE_FUNCTIONS[type(expr).__name__]
+    args = [_rebuild_size(graph, a, dims, env) for a in expr.args]
+    result = args[0]
+    for arg in args[1:]:  # Add, Mul, Max and Min take any number of arguments; FloorDiv takes two
+        value = fn(*[a.meta["val"] if isinstance(a, Node) else a for a in (result, arg)])
+        if not isinstance(value, torch.SymInt):  # two numbers: sympy folds them, this never happens
+            result = value
+            continue
+        result = graph.call_function(fn, (result, arg))
+        result.meta["val"] = value
+    return result
 
 
 def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node], primals: list[Node]) -> list:
@@ -245,12 +278,19 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
     rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
     needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
     carriers: list[Node] = []
+    by_size = sorted(primals, key=size_of)
     for n in _sorted(joint, {n for n in needed & rebuilt if is_sym_node(n)}):
         expr = n.meta["val"].node.expr
-        if _find_size(expr, inputs + carriers) is None and _find_linear_size(expr, inputs + carriers) is None:
-            by_size = sorted(primals, key=size_of)  # the smallest primal that has it, or has it as a*s + b
-            found = _find_size(expr, by_size) or _find_linear_size(expr, by_size)
-            carriers += [found[0]] if found is not None else []
+        if _find_size(expr, inputs + carriers) is not None or _symbol_dims(expr, inputs + carriers) is not None:
+            continue
+        found = _find_size(expr, by_size)  # the smallest primal that has it, else one for each symbol missing
+        if found is not None:
+            carriers.append(found[0])
+        elif _rebuildable(expr):
+            for symbol in sorted(expr.free_symbols, key=str):
+                if _symbol_dims(symbol, inputs + carriers) is None and (
+                        found := _find_size(symbol, by_size)) is not None and found[1] is not None:
+                    carriers.append(found[0])
     return carriers
 
 

@@ -408,3 +408,21 @@ def test_a_backward_size_computed_from_a_saved_inputs_size_compiles_once():
         _train_step(compiled, _padded_diagonal, torch.randn(shape, requires_grad=True))
     assert minidynamo.counters["frames"]["ok"] == 1
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def _mean_of_the_first_half(x):
+    m = x.narrow(0, 0, max(1, x.shape[0] // 2)).mean(0, keepdim=True)
+    return m + torch.where(m > 0, m, -1.5), torch.exp2(m + x)
+
+
+def test_a_backward_size_that_is_a_function_of_a_saved_size_compiles_once():
+    """The mean's backward expands its gradient to the ``Max(1, s77 // 2)`` rows of the narrowed ``x``, which no
+    saved tensor or tangent has; the ``exp2`` output saved for its own backward has ``s77``.  The partitioner
+    rebuilds the size from it, ``sym_max(1, floordiv(sym_size(buf, 0), 2))`` (``_rebuild_size``; it only did
+    ``a*s + b``, and each shape compiled its own graph: lowering fuzz --grad --dynamic, seed 65243)."""
+    compiled = minidynamo.minicompile(_mean_of_the_first_half, dynamic=True)
+    for rows in (17, 9, 12, 17):
+        _train_step(compiled, _mean_of_the_first_half, torch.randn(rows, 3, dtype=torch.float64, requires_grad=True))
+    assert minidynamo.counters["frames"]["ok"] == 1
+    assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0, metrics.fallback_ops
