@@ -123,6 +123,26 @@ print("symbolic compiles:", metrics.symbolic_compiles, "| per-shape compiles:", 
 for guard in dict.fromkeys(metrics.size_guards):
     print("  checked at each call:", guard)"""),
         md("""
+## An int argument as a kernel argument
+
+An int that changes between calls is a symbol too. Where it only multiplies or compares with tensors it is passed
+as a 0-d tensor; where it is a size -- a slice bound, the length of a new tensor -- the kernel takes it as an
+argument, and `call` reads it from its input (`s86 = arg1_1`), exactly as it reads `s77` from a shape. One compile
+serves every value (until the twentieth session, each value compiled its own graph)."""),
+        code("""
+metrics.reset()
+root = Path(tempfile.mkdtemp())
+def head(x, n):
+    return x[:n] * 2 + x.new_ones(n, 1)
+
+c = minicompile(head, dynamic=True, backend=inductor)
+for rows, n in ((8, 3), (9, 5), (12, 2)):
+    x = torch.randn(rows, 4)
+    torch.testing.assert_close(c(x, n), head(x, n))
+print("symbolic compiles:", metrics.symbolic_compiles, "| per-shape compiles:", metrics.specialisations)
+source = (root / "output_code.py").read_text()
+print(source[source.index("def call"):])"""),
+        md("""
 ## How upstream differs
 
 Upstream's `ShapeEnv` (which we use as it is) also reasons about *unbacked* symbols -- sizes produced by
