@@ -197,13 +197,31 @@ def reshape(x, size: list[int]) -> TensorBox:
 
 
 def _exact_div(numel, known):
-    """``numel // known`` for ``view(-1)``; with symbols the quotient must be a product, never a floor."""
+    """``numel // known`` for ``view(-1)``; with symbols the quotient must be a product, or a ``FloorDiv`` the
+    guards say is exact ([Note: divisions the guards make exact])."""
     if not is_symbolic(numel) and not is_symbolic(known):
         return numel // known
     quotient = sympy.cancel(sympy.sympify(numel) / known)
-    if sympy.fraction(quotient)[1] != 1:
-        raise NotImplementedError(f"symbolic view: {numel} is not a multiple of {known}")
-    return as_size(quotient)
+    top, bottom = sympy.fraction(quotient)
+    if bottom == 1:
+        return as_size(quotient)
+    if bottom.is_Integer and _divides(bottom, top):
+        return as_size(FloorDiv(top, bottom))
+    raise NotImplementedError(f"symbolic view: {numel} is not a multiple of {known}")
+
+
+def _divides(d, n) -> bool:
+    """Do the ShapeEnv's guards say ``n % d == 0``?
+
+    [Note: divisions the guards make exact]  ``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor makes Dynamo
+    guard ``Eq(Mod(s27, 2), 0)`` and size the last dim ``s27 // 2``.  As polynomials, ``s27*s77 / (2*s77)`` is no
+    product and ``2 * (s27 // 2)`` is not ``s27``, so the view fell back to ATen.  Under that guard the division is
+    exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``)."""
+    from torch.utils._sympy.functions import Mod
+    try:
+        return statically_true(sympy.Eq(Mod(n, d), 0))
+    except TypeError:
+        return False
 
 
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
@@ -237,7 +255,11 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
 
 
 def _same_size(a, b) -> bool:
-    return a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0
+    if a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0:
+        return True
+    exact = {fd: fd.args[0] / fd.args[1] for fd in sympy.sympify(a - b).atoms(FloorDiv)
+             if fd.args[1].is_Integer and _divides(*reversed(fd.args))}  # [Note: divisions the guards make exact]
+    return bool(exact) and sympy.expand((a - b).xreplace(exact)) == 0
 
 
 @register_lowering(aten.as_strided, prims.as_strided)

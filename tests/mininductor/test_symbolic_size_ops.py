@@ -245,3 +245,15 @@ def test_training_with_an_int_input_compiles_per_shape():
         assert_same((x.grad, w.grad), (x_ref.grad, w_ref.grad))
     assert frames_ok() == 1 and metrics.specialisations == 2
     assert "int inputs in training" in metrics.symbolic_fallbacks[0]
+
+
+def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
+    """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
+    ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
+    ([Note: divisions the guards make exact] in view_lowering.py).  Now it is a view, fused into its users."""
+    def fn(x):
+        return x.reshape(x.shape[0], 2, -1).sum(1), x.unflatten(1, (2, -1)).amax(-1) * 2
+
+    run_shapes(fn, lambda r, c: (torch.randn(r, c, device=DEVICE),), [(3, 6), (5, 8), (4, 10)], dynamic=True)
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
