@@ -209,7 +209,15 @@ def _as_torch_sympy(expr):
                          (sympy.Min, getattr(torch_fns, "Min", sympy.Min)),
                          (sympy.Max, getattr(torch_fns, "Max", sympy.Max))):
         expr = expr.replace(ours, theirs)
-    return expr
+    return expr.replace(sympy.floor, lambda e: _floor_as_floordiv(e, torch_fns.FloorDiv))
+
+
+def _floor_as_floordiv(e, floordiv):
+    """sympy's ``floor(s46/2)`` (what ``//`` of two sympy expressions gives) as ``FloorDiv(s46, 2)``, the form the
+    ShapeEnv's guards use: the slice ``x[..., 1::2]`` is ``floor(s46/2)`` long, and a broadcast against it asked
+    ``floor(s46/2) == 1`` of a guard ``Eq((s46//2), 1)`` (lowering fuzz --grad --dynamic, seed 69207)."""
+    top, bottom = sympy.fraction(sympy.together(e))
+    return floordiv(top, bottom) if bottom.is_Integer and bottom != 1 else sympy.floor(e)
 
 
 def _structurally_le(a, b) -> bool:

@@ -257,3 +257,23 @@ def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     run_shapes(fn, lambda r, c: (torch.randn(r, c, device=DEVICE),), [(3, 6), (5, 8), (4, 10)], dynamic=True)
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_a_broadcast_against_a_floor_of_a_size_the_guards_pin_to_one():
+    """``x * x[..., 1::2]`` of ``(rows, 2 or 3)``: the slice is ``floor(s46/2)`` columns, which the guard
+    ``Eq((s46//2), 1)`` pins to one, so it broadcasts.  Our ``floor(s46/2)`` (sympy's ``//``) did not match the
+    guard's ``FloorDiv``, and the ``mul`` fell back to ATen in training (lowering fuzz --grad --dynamic, seed
+    69207)."""
+    def fn(x):
+        return x * x[..., 1::2]
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, cols in ((5, 3), (7, 2), (4, 3)):
+        (x,), (x_ref,) = leaves(torch.randn(rows, cols, device=DEVICE))
+        out, expected = compiled(x), fn(x_ref)
+        assert_same(out, expected)
+        (out * out).sum().backward()
+        (expected * expected).sum().backward()
+        assert_same(x.grad, x_ref.grad)
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
