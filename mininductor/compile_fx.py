@@ -189,9 +189,7 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
     A relation over sizes that tracing assumed is checked at each call instead ([Note: guards a symbolic compile
     adds] in specialize.py)."""
     fakes = [n.meta.get("example_value") for n in gm.graph.find_nodes(op="placeholder")]
-    if len(fakes) != len(example_inputs) or not all(isinstance(f, (torch.Tensor, int, torch.SymInt)) for f in fakes) \
-            or any(isinstance(f, torch.SymInt) and not _is_size_symbol(f) and not f.node.expr.is_number
-                   for f in fakes):
+    if len(fakes) != len(example_inputs) or not all(map(_symbolic_input, fakes)):
         raise NotImplementedError("a placeholder without a fake tensor or a symbolic int as its example value")
     shape_env = next(f.fake_mode.shape_env for f in fakes if isinstance(f, torch.Tensor))
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
@@ -212,6 +210,14 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
         raise NotImplementedError(f"tracing to ATen specialised a size ({added or 'a replacement'})")
     added = [g.expr for g in shape_env.guards[guards:]]
     return SizeGuarded(compiled, SizeGuards(added, fakes)) if added else compiled
+
+
+def _symbolic_input(fake) -> bool:
+    """What a symbolic compile takes as an input: a fake tensor, an int input that is a symbol of its own, or an
+    int the frame specialised (a constant)."""
+    if isinstance(fake, torch.SymInt):
+        return _is_size_symbol(fake) or fake.node.expr.is_number
+    return isinstance(fake, (torch.Tensor, int))
 
 
 def _is_size_symbol(value) -> bool:

@@ -262,9 +262,6 @@ def _rebuild_size(graph: torch.fx.Graph, expr, dims: dict, env: dict):
     result = args[0]
     for arg in args[1:]:  # Add, Mul, Max and Min take any number of arguments; FloorDiv takes two
         value = fn(*[a.meta["val"] if isinstance(a, Node) else a for a in (result, arg)])
-        if not isinstance(value, torch.SymInt):  # two numbers: sympy folds them, this never happens
-            result = value
-            continue
         result = graph.call_function(fn, (result, arg))
         result.meta["val"] = value
     return result

@@ -20,6 +20,7 @@ from .indexing import (
     as_size,
     contiguous_strides,
     is_symbolic,
+    known_true,
     product,
     size_hint,
     size_max,
@@ -218,10 +219,7 @@ def _divides(d, n) -> bool:
     product and ``2 * (s27 // 2)`` is not ``s27``, so the view fell back to ATen.  Under that guard the division is
     exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``)."""
     from torch.utils._sympy.functions import Mod
-    try:
-        return statically_true(sympy.Eq(Mod(n, d), 0))
-    except TypeError:
-        return False
+    return known_true(sympy.Eq(Mod(n, d), 0))
 
 
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
