@@ -5,6 +5,7 @@
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --zero     # sizes of 0 and 1 more often
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic  # dynamic=True, at two shapes
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad --dynamic  # training, dynamic=True
+    python tests/fuzz/lowering.py SEED COUNT --device cuda  # any mode, on a GPU: real Triton kernels vs eager CUDA
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (about 0.1 s a program on a CPU,
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
@@ -277,7 +278,7 @@ def _values_and_grads(fn, inputs, seed: int):
     xs = [_clone(a).requires_grad_(k < 2) for k, a in enumerate(inputs)]  # the third input needs no gradient
     outs = fn(*xs)
     g = torch.Generator().manual_seed(seed)
-    terms = [(o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum() for o in outs if o.requires_grad]
+    terms = [(o * torch.randn(o.shape, generator=g, dtype=o.dtype).to(o.device)).sum() for o in outs if o.requires_grad]
     if terms:
         sum(terms).backward()
     return [o.detach() for o in outs], [x.grad for x in xs]
@@ -320,31 +321,41 @@ def main() -> None:
     parser.add_argument("--grad", action="store_true", help="training: values and input gradients")
     parser.add_argument("--zero", action="store_true", help="sizes of 0 and 1 more often")
     parser.add_argument("--dynamic", action="store_true", help="dynamic=True at two shapes (with --grad: training)")
+    parser.add_argument("--device", default="cpu", help="where inputs live: cuda compiles real Triton kernels")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     counts = {"ok": 0, "skipped": 0, "bad": 0}
     fallbacks: dict[str, int] = {}
-    for seed in range(args.seed, args.seed + args.count):
-        inputs, steps = generate(seed, args.grad, args.zero)
-        metrics.reset()
-        if args.grad:
-            verdict = check_grad(seed, inputs, steps, dynamic=args.dynamic)
-        else:
-            verdict = (check_dynamic if args.dynamic else check_inference)(seed, inputs, steps)
-        for op in metrics.fallback_ops:
-            fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
-        for reason in metrics.symbolic_fallbacks:  # --dynamic: why a graph compiled per shape
-            key = "per shape: " + str(reason)[:80]
-            fallbacks[key] = fallbacks.get(key, 0) + 1
-        if verdict is None:
-            counts["ok"] += 1
-        elif verdict == "skip":
-            counts["skipped"] += 1
-        else:
-            counts["bad"] += 1
-            layouts = [(tuple(a.shape), a.dtype, a.stride()) for a in inputs]
-            print(f"seed {seed}: {verdict}\n  steps {steps}\n  inputs {layouts}", flush=True)
+    try:
+        for seed in range(args.seed, args.seed + args.count):
+            run_one(seed, args, counts, fallbacks)
+    except KeyboardInterrupt:  # `timeout -s INT`: still say how far it got
+        print(f"interrupted at seed {seed}")
     print(counts, "fallbacks:", sorted(fallbacks.items(), key=lambda kv: -kv[1]))
+
+
+def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
+    """Generate, compile and check one program; count its verdict and its fallbacks, print it if it differs."""
+    inputs, steps = generate(seed, args.grad, args.zero)
+    inputs = [a.to(args.device) for a in inputs]
+    metrics.reset()
+    if args.grad:
+        verdict = check_grad(seed, inputs, steps, dynamic=args.dynamic)
+    else:
+        verdict = (check_dynamic if args.dynamic else check_inference)(seed, inputs, steps)
+    for op in metrics.fallback_ops:
+        fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
+    for reason in metrics.symbolic_fallbacks:  # --dynamic: why a graph compiled per shape
+        key = "per shape: " + str(reason)[:80]
+        fallbacks[key] = fallbacks.get(key, 0) + 1
+    if verdict is None:
+        counts["ok"] += 1
+    elif verdict == "skip":
+        counts["skipped"] += 1
+    else:
+        counts["bad"] += 1
+        layouts = [(tuple(a.shape), a.dtype, a.stride()) for a in inputs]
+        print(f"seed {seed}: {verdict}\n  steps {steps}\n  inputs {layouts}", flush=True)
 
 
 if __name__ == "__main__":
