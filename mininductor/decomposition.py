@@ -70,6 +70,7 @@ def _table() -> dict:
     for op, decomp in ((aten.mse_loss.default, mse_loss), (aten.xlogy.Tensor, xlogy),
                        (aten.special_xlog1py.default, xlog1py)):
         table[op] = _rounding_each_step(decomp, table.get(op))
+    table[aten.linalg_vector_norm.default] = _with_canonical_dims(table[aten.linalg_vector_norm.default])
     table[aten.binary_cross_entropy.default] = _checking_probabilities(table[aten.binary_cross_entropy.default])
     table[aten.bernoulli.default] = _bernoulli_checking_p(table[aten.bernoulli.default])
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
@@ -566,6 +567,17 @@ def _tensor_iterator_layout(out, inputs):
     if tuple(strides) == tuple(out.stride()):
         return out
     return torch.empty_strided(out.shape, strides, dtype=out.dtype, device=out.device).copy_(out)
+
+
+def _with_canonical_dims(decomp):
+    """torch 2.11's ``vector_norm`` reference drops the reduced dims of size 1 by comparing their indices with
+    ``dim`` as given: a negative ``dim`` matched none, so the norm of an [8, 1] tensor over -1 was [8, 1], where
+    eager's is [8] (lowering fuzz on CUDA, seed 910878; later torch canonicalises first, as we do here)."""
+    @functools.wraps(decomp)
+    def vector_norm(x, ord=2, dim=None, keepdim=False, **kwargs):
+        from torch._prims_common import canonicalize_dims
+        return decomp(x, ord, None if dim is None else canonicalize_dims(x.dim(), dim), keepdim, **kwargs)
+    return vector_norm
 
 
 def select_decomp_table() -> dict:

@@ -73,6 +73,14 @@ def test_norms_and_softmax(reduction_kind):
                            torch.linalg.vector_norm(x, dim=-1)), X, w, b, atol=1e-5, rtol=1e-5)
 
 
+def test_norm_over_a_negative_dim_of_size_one_drops_it():
+    """torch 2.11's decomposition kept the dim (an [8, 1] norm, broadcast against [8, 1] into [8, 1] where eager
+    gives [8, 8]); ``_with_canonical_dims`` in decomposition.py."""
+    x = torch.randn(8, 1)
+    check(lambda x: (x > torch.linalg.vector_norm(x, 2, -1), torch.linalg.vector_norm(x, 3.0, (-1, 0)),
+                     torch.linalg.vector_norm(x[None], 2, (-3, -1), keepdim=True)), x, fallbacks=0)
+
+
 def test_reduction_of_strided_views(reduction_kind):
     check(lambda x: (x.transpose(0, 2).sum(-1), x[:, ::3].amax(1), x.permute(2, 0, 1).reshape(11, -1).mean(-1)),
           X, atol=1e-5, rtol=1e-5)
