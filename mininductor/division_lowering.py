@@ -41,6 +41,11 @@ def div(a, b, rounding_mode=None):
     if rounding_mode is None:
         if _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
             compute = torch.float32
+        if isinstance(b, (int, float)) and device_of([a, b]).type == "cuda":
+            # eager's CUDA kernel multiplies by the scalar's reciprocal, computed in fp32 (fp64 for doubles):
+            # ``x / 3`` is one ulp from ``tl.div_rn(x, 3.0)`` in about a fifth of the elements
+            inverse = float(1.0 / torch.tensor(b, dtype=compute))
+            return pointwise([a], lambda x: ops.mul(x, ops.constant(inverse, compute)), out, compute)
         return pointwise([a, b], ops.truediv, out, compute)
     if rounding_mode == "floor":
         return floor_divide(a, b)
@@ -59,17 +64,19 @@ def div(a, b, rounding_mode=None):
 def floor_divide(a, b):
     out, compute = _dtype_for((a, b), "default")
     if not is_float(out):
-        return pointwise([a, b], _zero_divisor_checked(ops.floordiv, a, b, compute), out, compute)
+        return pointwise([a, b], _zero_divisor_checked(ops.floordiv, a, b, compute, floor=True), out, compute)
     return _float_floor_divide(a, b, out, compute)
 
 
-def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype) -> Callable:
+def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype, floor: bool = False) -> Callable:
     """``op`` (integer ``//``, trunc division, ``%`` or ``fmod``) raising ``RuntimeError: ZeroDivisionError`` for
     a zero divisor, as the CPU's kernels do ([Note: value checks] in codegen/triton.py).  CUDA's kernels divide
-    anyway (the result is undefined: -1 or 2**32 - 1 where ATen has no check), so a GPU kernel does too;
-    floating-point division has no error (inf or NaN), and a nonzero scalar divisor needs no check."""
-    if is_float(compute) or device_of([a, b]).type != "cpu" or (isinstance(b, (int, float)) and b != 0):
+    anyway, and a GPU kernel gives what they give ([Note: integer division by zero on CUDA]); floating-point
+    division has no error (inf or NaN), and a nonzero scalar divisor needs no check."""
+    if is_float(compute) or (isinstance(b, (int, float)) and b != 0):
         return op
+    if device_of([a, b]).type != "cpu":
+        return _as_cuda_divides_by_zero(op, compute, floor)
     if isinstance(b, ir.IRNode):
         _check_every_divisor(a, b, compute)
         return op
@@ -78,6 +85,28 @@ def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype) -> Callable:
         ops.device_assert_async(ops.ne(y, ops.constant(0, compute)), "ZeroDivisionError")
         return op(x, y)
     return checked
+
+
+def _as_cuda_divides_by_zero(op: Callable, compute: torch.dtype, floor: bool) -> Callable:
+    """[Note: integer division by zero on CUDA]  ATen's CUDA kernels do not check the divisor, so ``x / 0`` and
+    ``x % 0`` are what the GPU's integer division returns, measured on an H200: -1 for types up to 32 bits (which
+    C++ divides as ``int``; 255 once cast to uint8); for int64, 2**32 - 1 where ``0 <= x < 2**32``, else -1.
+    Floor division then steps one down where ``x < 0`` (its remainder, that same value, is nonzero), and
+    ``remainder`` keeps it.  A kernel cannot just divide by zero the same way: to LLVM that is undefined
+    behaviour, so it may assume every divisor nonzero and drop a ``y == 0`` test after the division. So the
+    kernel divides by 1 where ``y`` is 0 and selects eager's answer there."""
+    def fn(x, y):
+        zero, one = ops.constant(0, compute), ops.constant(1, compute)
+        is_zero = ops.eq(y, zero)
+        minus_one = ops.constant(int(torch.tensor(-1).to(compute)), compute)
+        at_zero = minus_one
+        if compute == torch.int64:
+            small = ops.logical_and(ops.ge(x, zero), ops.le(x, ops.constant(2**32 - 1, compute)))
+            at_zero = ops.where(small, ops.constant(2**32 - 1, compute), minus_one)
+        if floor:
+            at_zero = ops.where(ops.lt(x, zero), ops.sub(at_zero, one), at_zero)
+        return ops.where(is_zero, at_zero, op(x, ops.where(is_zero, one, y)))
+    return fn
 
 
 def _check_every_divisor(a, b, compute: torch.dtype) -> None:
@@ -139,7 +168,7 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
             inverse = ops.constant(float(1.0 / torch.tensor(b, dtype=torch.float32)), compute)
             div = every(ops.mul(ops.sub(x, mod), inverse))
         else:
-            div = every(ops.div_rn(every(ops.sub(x, mod)), y))
+            div = every(ops.truediv(every(ops.sub(x, mod)), y))
         signs_differ = ops.ne(ops.lt(y, zero), ops.lt(mod, zero))
         div = ops.where(ops.logical_and(ops.ne(mod, zero), signs_differ), every(ops.sub(div, one)), div)
         floor = floor_step(ops.floor(div))

@@ -23,7 +23,7 @@ from . import config, ir
 from .dependencies import extract_read_writes
 from .indexing import as_size, is_symbolic, linear_stride, product, split_flat, sym
 from .ir import Reduction, TensorBox
-from .lowering import meta_val, origins_of, out_dtype, pointwise, register_lowering
+from .lowering import device_of, meta_val, origins_of, out_dtype, pointwise, register_lowering
 from .view_lowering import unsqueeze
 from .virtualized import V, ops
 
@@ -227,6 +227,10 @@ def mean(x, dims=None, keepdim=False, *, dtype=None):
     acc = _acc_dtype(out)
     n = product(x.get_size()[d] for d in _norm_dims(x, dims))
     total = make_reduction(x, dims, keepdim, "sum", acc, acc)
+    if device_of([x]).type == "cuda":  # eager's CUDA mean multiplies by 1 / n (its CPU mean divides by n): an ulp
+        # apart in about a fifth of the results, which a floor or a rounding to fp16 after it can show
+        scale = lambda v: ops.mul(v, ops.truediv(ops.constant(1.0, acc), _size_value(n, acc)))
+        return pointwise([total], scale, out, acc, cast_inputs=False)
     return pointwise([total], lambda v: ops.truediv(v, _size_value(n, acc)), out, acc, cast_inputs=False)
 
 

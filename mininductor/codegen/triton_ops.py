@@ -42,7 +42,6 @@ UNARY = {
     "ceil": ("tl.ceil({0})", "same"),
     "trunc": ("tl.where({0} < 0, tl.ceil({0}), tl.floor({0}))", "same"),
     "sign": ("({0} > 0).to({t}) - ({0} < 0).to({t})", "same"),
-    "reciprocal": ("1.0 / {0}", "float"),
     "relu": ("tl.where({0} < 0, 0, {0})", "same"),
     "bitwise_not": ("~{0}", "same"),
     "logical_not": ("{0} == 0", "bool"),
@@ -69,7 +68,6 @@ BINARY = {
     "add": ("{0} + {1}", "same"),
     "sub": ("{0} - {1}", "same"),
     "mul": ("{0} * {1}", "same"),
-    "truediv": ("{0} / {1}", "float"),
     "maximum": ("tl.where(({1} > {0}) | ({1} != {1}), {1}, {0})", "same"),  # [Note: maximum of equals]
     "minimum": ("tl.where(({1} < {0}) | ({1} != {1}), {1}, {0})", "same"),
     # fmax/fmin ignore a NaN operand (NaN only when both are); of two zeros eager's CPU kernel returns the first
@@ -87,8 +85,6 @@ BINARY = {
     "bitwise_and": ("{0} & {1}", "same"),
     "bitwise_or": ("{0} | {1}", "same"),
     "bitwise_xor": ("{0} ^ {1}", "same"),
-    "bitwise_left_shift": ("{0} << {1}", "same"),
-    "bitwise_right_shift": ("{0} >> {1}", "same"),
     "copysign": ("tl.where(({1} < 0) | ((1.0 / {1}) < 0), -tl.abs({0}), tl.abs({0}))", "float"),
 }
 

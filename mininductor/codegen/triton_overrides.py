@@ -8,7 +8,7 @@ through the kernel's ``_emit(text, dtype)``.  The simple ops are one line of tex
 * ``to_dtype``: fp16/bf16 live in fp32 registers and are rounded where eager rounds ([Note: rounding survives only
   without FP contraction]); bf16 rounding under the interpreter is done with integer ops.
 * integer ``floordiv``/``truncdiv``/``remainder`` with C's and Python's conventions reconciled; float ``fmod``
-  exact on both sides (libdevice on the GPU, NumPy's under the interpreter); ``div_rn``, correctly rounded division
+  exact on both sides (libdevice on the GPU, NumPy's under the interpreter); ``truediv``, correctly rounded
   (float floor division is composed from these in ``division_lowering._float_floor_divide``).
 * ``round`` and ``signbit``, exact; ``pow``, ``hypot``, ``expm1``/``log1p``/``tanh``/``sinh``/``cosh``, their
   inverses and the ``atan`` family: on the GPU CUDA's libdevice ([Note: libdevice on the GPU]), under the
@@ -77,20 +77,49 @@ class TritonOverrides:
         return self._emit(f"tl.where((({b} > 0) & ({q} * {b} > {a})) | (({b} < 0) & ({q} * {b} < {a})), "
                           f"{q} - 1, {q})", dtype)
 
-    def div_rn(self, a: str, b: str) -> str:
-        """IEEE division, rounded to nearest, as eager's ``/``: Triton's fp32 ``/`` on the GPU is an approximate
-        division (within 2 ulp), which is enough for a softmax but not where the quotient is floored.  Its fp64
-        ``/``, and every ``/`` under the interpreter (NumPy's), is already exact."""
-        dtype = _promote(self._dtype(a), self._dtype(b))
-        return self._emit(f"tl.div_rn({a}, {b})" if dtype == torch.float32 and not self.interpret else f"{a} / {b}",
-                          dtype)
+    def truediv(self, a: str, b: str) -> str:
+        """IEEE division, rounded to nearest, as eager's ``/`` on both devices. Triton's fp32 ``/`` on the GPU is
+        an approximate division (within 2 ulp): enough for a softmax, but ``6 / 3`` may be 1.9999999, and a
+        ``trunc``, ``floor`` or ``==`` after it shows that (lowering fuzz on CUDA: 9 of 600 programs). So fp32
+        divides with ``tl.div_rn``. Its fp64 ``/``, and every ``/`` under the interpreter (NumPy's), is exact."""
+        dtype = self._result("float", a, b)
+        if dtype != torch.float32 or self.interpret:
+            return self._emit(f"{a} / {b}", dtype)
+        a, b = (v if self._dtype(v) == dtype else self._emit(f"{v}.to(tl.float32)", dtype) for v in (a, b))
+        return self._emit(f"tl.div_rn({a}, {b})", dtype)
+
+    def reciprocal(self, x: str) -> str:
+        """``1 / x``, correctly rounded as eager's (``7 / b`` is ``b.reciprocal() * 7`` in eager, and was an ulp
+        off in a tenth of the elements with the GPU's approximate ``/``)."""
+        return self.truediv(self.constant(1.0, self._result("float", x)), x)
 
     def truncdiv(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))
         if dtype.is_floating_point:
-            return self.trunc(self._emit(f"{a} / {b}", dtype))
+            return self.trunc(self.truediv(a, b))
         q = self.floordiv(a, b)
         return self._emit(f"tl.where(({q} * {b} != {a}) & (({a} < 0) != ({b} < 0)), {q} + 1, {q})", dtype)
+
+    # [Note: shifts by the width or more]  ``a << b`` and ``a >> b`` with ``b`` negative or at least the type's
+    # width are undefined in C and poison in LLVM: compiled for the GPU, ``int32 >> 40`` gave ``a >> 8``. Eager
+    # defines them (``BinaryShiftOpsKernels``): a left shift gives 0, a right shift the sign fill (0 or -1, 0 for
+    # unsigned types). Both are spelled out here, with the shift itself kept in range so no lane is poison.
+    def bitwise_left_shift(self, a: str, b: str) -> str:
+        dtype, bad, shift = self._shift(a, b)
+        return self._emit(f"tl.where({bad}, 0, {a} << {shift})", dtype)
+
+    def bitwise_right_shift(self, a: str, b: str) -> str:
+        dtype, bad, shift = self._shift(a, b)
+        fill = f"{a} >> {torch.iinfo(dtype).bits - 1}" if dtype.is_signed else "0"
+        return self._emit(f"tl.where({bad}, {fill}, {a} >> {shift})", dtype)
+
+    def _shift(self, a: str, b: str) -> tuple[torch.dtype, str, str]:
+        """The shift's dtype, whether ``b`` is out of range, and ``b`` clamped. Eager reads an unsigned ``b`` as
+        signed; the values that makes negative are past the width anyway."""
+        dtype = _promote(self._dtype(a), self._dtype(b))
+        bits = torch.iinfo(dtype).bits
+        bad = self._emit(f"({b} < 0) | ({b} >= {bits})" if dtype.is_signed else f"{b} >= {bits}", torch.bool)
+        return dtype, bad, self._emit(f"tl.where({bad}, 0, {b})", dtype)
 
     def remainder(self, a: str, b: str) -> str:
         dtype = _promote(self._dtype(a), self._dtype(b))

@@ -6,7 +6,7 @@ import torch
 
 import minidynamo
 
-from .utils import check, raises_like_eager
+from .utils import DEVICE, check, raises_like_eager
 
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
@@ -27,6 +27,31 @@ def test_shift_operators_lower_like_bitwise_shifts():
     s = torch.tensor([0, 3, 7, 8, 2, 1], dtype=torch.int32)
     check(lambda a, s: (a << s, a >> s, a >> 2, a.to(torch.int8) >> 1, a.to(torch.uint8) >> s.to(torch.uint8),
                         a << s.long(), a.long() << 40), a, s, kernels=1, fallbacks=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_shifts_by_the_width_or_more_or_by_a_negative_amount_are_eagers(dtype):
+    """[Note: shifts by the width or more]: eager gives 0 for a left shift and the sign fill for a right shift;
+    compiled for the GPU, ``int32 >> 40`` was ``a >> 8`` (lowering fuzz on CUDA, seed 910117)."""
+    info = torch.iinfo(dtype)
+    a = torch.tensor([info.min, -5, -1, 0, 1, 7, 100, info.max], dtype=torch.int64).to(dtype).repeat(16)
+    s = (torch.arange(-8, 120) if dtype.is_signed else torch.arange(0, 256, 2)).to(dtype)
+    check(lambda a, s: (a >> s, a << s, a >> 70 % info.bits + info.bits, a << info.bits), a, s, kernels=1,
+          fallbacks=0)
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="eager's CPU kernels raise ZeroDivisionError (tested elsewhere)")
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64])
+def test_integer_division_by_zero_gives_what_eagers_cuda_kernels_give(dtype):
+    """[Note: integer division by zero on CUDA]: -1 (2**32 - 1 for small non-negative int64), one less for a
+    negative floor quotient; our kernels gave 0, 1 or ``x`` itself, varying by op (lowering fuzz on CUDA, 15
+    of 600 programs). A divisor tensor holding zeros, and a scalar 0."""
+    a = torch.tensor([-7, -1, 0, 1, 7, 100] + ([2**40, -2**40, 2**32 - 1, 2**32, -2**63] if dtype == torch.int64
+                                                else []), dtype=torch.int64).to(dtype)
+    b = torch.zeros_like(a)
+    b[::3] = 3
+    check(lambda a, b: (torch.div(a, b, rounding_mode="trunc"), a // b, a % b, torch.fmod(a, b), a // 0, a % 0),
+          a, b, kernels=1, fallbacks=0)
 
 
 def test_shifts_of_bool_tensors_run_as_eager():
