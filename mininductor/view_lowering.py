@@ -23,8 +23,6 @@ from .indexing import (
     known_true,
     product,
     size_hint,
-    size_max,
-    size_min,
     statically_true,
     sym_max,
     sym_min,
@@ -97,8 +95,10 @@ def slice_(x, dim=0, start=None, end=None, step=1):
     end = n if end is None or isinstance(end, int) and end >= sys.maxsize else end
     # a symbolic bound (``x[: x.shape[0] // 2]``) is negative or not for every size, as the ShapeEnv knows;
     # Python's ``<`` on the sympy expression could not tell (the symbolic compile fell back per shape)
-    start = size_min(size_max(start + n if statically_true(sympy.Lt(start, 0)) else start, 0), n)
-    end = size_min(size_max(end + n if statically_true(sympy.Lt(end, 0)) else end, start), n)
+    # clamped to [0, n]: where no guard decides a bound against the size (``x[:8]`` of ``s31`` rows, neither
+    # known to be the smaller), the size is ``Min(8, s31)``, as the fake tensor's is; the kernel computes it
+    start = sym_min(sym_max(start + n if statically_true(sympy.Lt(start, 0)) else start, 0), n)
+    end = sym_min(sym_max(end + n if statically_true(sympy.Lt(end, 0)) else end, start), n)
     new = list(size)
     new[dim] = (end - start + step - 1) // step
     if start == 0 and end == n and step == 1:

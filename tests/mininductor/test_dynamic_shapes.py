@@ -197,6 +197,20 @@ def test_a_slice_whose_end_a_guard_bounds_compiles_symbolically():
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
 
 
+def test_a_slice_bound_no_guard_compares_with_the_size_is_a_min():
+    """``x.narrow(0, 0, 8)`` of ``s77`` rows where no guard says which is smaller (the index tensor specialised
+    the narrow's length to 8, not the rows): the size is ``Min(8, s77)``, as the fake tensor's; it was a counted
+    ATen fallback (lowering fuzz --dynamic, seed 71201)."""
+    def f(x):
+        y = x.narrow(0, 0, max(1, x.shape[0] // 2)) + 1
+        return y.index_select(0, torch.tensor([y.shape[0] - 1, 0, 0]) % y.shape[0])
+    compiled = minidynamo.minicompile(f, dynamic=True)
+    for n in (8, 16, 17):
+        x = torch.randn(n)
+        assert_same(compiled(x), f(x))
+    assert metrics.fallback_count == 0 and not metrics.symbolic_fallbacks, metrics.fallback_ops
+
+
 # ------------------------------------ regressions the op corpora found: symbolic index math, the per-shape path
 def test_broadcast_of_three_symbolic_shapes():
     """(a, 1, c) * (1, b, 1) + (c,): the output's dim 0 index is ``xindex // (b*c)``."""
