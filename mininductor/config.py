@@ -76,6 +76,11 @@ cudagraph_max_static_variants: int = 64
 # "default" | "max-autotune" | "reduce-overhead"; set per call by compile_fx(mode=...).
 mode: str = "default"
 
+# GPU: fp32 ``/`` as IEEE division (``tl.div_rn``), as eager's; off, Triton's approximate ``/`` (within 2 ulp:
+# ``6 / 3`` may be 1.9999999, which a trunc or floor after it shows). Upstream has it off by default
+# (``eager_numerics.division_rounding``, about 2% on an A100's division-heavy kernels, others report none).
+division_rounding: bool = True
+
 # Fuse nodes at all (turn off to see one kernel per buffer).
 fusion: bool = True
 

@@ -21,6 +21,7 @@ import math
 
 import torch
 
+from .. import config
 from .triton_ops import BINARY, GPU_UNARY, INTERPRETED_UNARY, TL_DTYPE, UNARY
 
 
@@ -81,9 +82,10 @@ class TritonOverrides:
         """IEEE division, rounded to nearest, as eager's ``/`` on both devices. Triton's fp32 ``/`` on the GPU is
         an approximate division (within 2 ulp): enough for a softmax, but ``6 / 3`` may be 1.9999999, and a
         ``trunc``, ``floor`` or ``==`` after it shows that (lowering fuzz on CUDA: 9 of 600 programs). So fp32
-        divides with ``tl.div_rn``. Its fp64 ``/``, and every ``/`` under the interpreter (NumPy's), is exact."""
+        divides with ``tl.div_rn`` (unless ``config.division_rounding`` is off). Its fp64 ``/``, and every ``/``
+        under the interpreter (NumPy's), is exact."""
         dtype = self._result("float", a, b)
-        if dtype != torch.float32 or self.interpret:
+        if dtype != torch.float32 or self.interpret or not config.division_rounding:
             return self._emit(f"{a} / {b}", dtype)
         a, b = (v if self._dtype(v) == dtype else self._emit(f"{v}.to(tl.float32)", dtype) for v in (a, b))
         return self._emit(f"tl.div_rn({a}, {b})", dtype)
