@@ -316,11 +316,12 @@ def aot_module(gm: torch.fx.GraphModule, example_inputs: list, fw_compiler: Comp
 def _symbolic_fake_inputs(lifted: list, example_inputs: list) -> tuple[FakeTensorMode, list]:
     """Dynamo's fake inputs, detached (requires_grad kept), after static fakes of ``gm``'s own parameters."""
     modes = {a.fake_mode for a in example_inputs if isinstance(a, FakeTensor)}
-    if len(modes) != 1 or not all(isinstance(a, FakeTensor) for a in example_inputs):
-        raise NotImplementedError("dynamic=True needs fake tensor inputs of one FakeTensorMode")
+    if len(modes) != 1 or not all(isinstance(a, (FakeTensor, torch.SymInt)) for a in example_inputs):
+        raise NotImplementedError("dynamic=True needs fake tensor (or SymInt) inputs of one FakeTensorMode")
     mode = modes.pop()
     with mode:
-        fakes = [a.detach().requires_grad_(a.requires_grad) for a in example_inputs]
+        fakes = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, FakeTensor) else a
+                 for a in example_inputs]
     return mode, [mode.from_tensor(p, static_shapes=True) for p in lifted] + fakes
 
 
@@ -381,8 +382,10 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
     if compile_bw_now:  # ([Note: dynamic shapes in AOTAutograd], 3.)
         compile_bw()
     grads = list(joint.graph.find_nodes(op="output")[0].args[0])[meta.num_fw_outputs:]
+    saved = list(fw_gm.graph.find_nodes(op="output")[0].args[0])[meta.num_fw_outputs:]
+    saved_ints = [k for k, n in enumerate(saved) if partitioners.is_sym_node(n)]
     return make_autograd_runtime(graphs.compiled_fw, compile_bw, meta, [g is not None for g in grads],
-                                 in_place=frozenset(fw_gm.meta["input_mutations"])), graphs
+                                 in_place=frozenset(fw_gm.meta["input_mutations"]), saved_ints=saved_ints), graphs
 
 
 def _in_place_candidates(fw_gm: torch.fx.GraphModule, meta: ViewAndMutationMeta) -> dict[int, int]:

@@ -194,8 +194,6 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
     shape_env = next(f.fake_mode.shape_env for f in fakes if isinstance(f, torch.Tensor))
     guards, replacements = len(shape_env.guards), dict(shape_env.replacements)
     training = is_training(example_inputs, gm)
-    if training and any(_is_size_symbol(f) for f in fakes):
-        raise NotImplementedError("int inputs in training (AOTAutograd's joint graph takes tensors only here)")
     if training:
         from .aot_autograd import aot_module
         compiler = _symbolic_compiler(shape_env)

@@ -116,9 +116,7 @@ def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
 
     A size query on a value the new graph cannot compute is asked of one of its inputs instead
     ([Note: sizes in the backward])."""
-    available = _computable(joint, inputs)
-    rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
-    needed = _ancestors([*outputs, *checks], stop=set(inputs) | rebuilt)
+    needed, rebuilt = _needed(joint, inputs, [*outputs, *checks])
     missing = [n for n in needed - set(inputs) if n.op == "placeholder"]
     assert not missing, f"partition bug: {[n.name for n in missing]} needed but not passed in"
     graph = torch.fx.Graph()
@@ -131,6 +129,14 @@ def _extract_graph(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
             env[n] = _size_from_inputs(graph, n, inputs, env) if n in rebuilt else graph.node_copy(n, env.__getitem__)
     graph.output(tuple(env[o] for o in outputs))
     return torch.fx.GraphModule(joint, graph)
+
+
+def _needed(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> tuple[set[Node], set[Node]]:
+    """The joint nodes a graph taking ``inputs`` copies to compute ``outputs``, and the size queries among them it
+    asks of its inputs instead ([Note: sizes in the backward])."""
+    available = _computable(joint, inputs)
+    rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
+    return _ancestors(outputs, stop=set(inputs) | rebuilt), rebuilt
 
 
 def _checks(joint: torch.fx.GraphModule, inputs: list[Node], exclude: Iterable[Node] = ()) -> list[Node]:
@@ -171,7 +177,8 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # of the backward is readable from the shape of a backward input, which is what the symbolic compile's ``call``
 # needs anyway -- bare, or as ``a*s + b`` solved for ``s`` (``GraphLowering._record_size_sources``: ``pad``'s
 # backward returns ``s77`` of its tangent's ``s77 + 3`` elements, and asks no size query that would save ``x``).
-# The min-cut never saves a size: size nodes have no edge in its flow network.
+# The min-cut never saves a size: size nodes have no edge in its flow network. An int input (``x[:n]``'s ``n``) is
+# the one size the backward takes as it is: no shape holds it, so it is saved (``_int_primals``).
 SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
 
 
@@ -271,9 +278,7 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
     """Primals to save as well, for sizes the backward needs that no other input of it has in its shape.
 
     A primal is the caller's own tensor: saving it keeps it alive until the backward but allocates nothing."""
-    available = _computable(joint, inputs)
-    rebuilt = {n for n in joint.graph.nodes if n.target in SIZE_QUERIES and n not in available}
-    needed = _ancestors(outputs, stop=set(inputs) | rebuilt)
+    needed, rebuilt = _needed(joint, inputs, outputs)
     carriers: list[Node] = []
     by_size = sorted(primals, key=size_of)
     for n in _sorted(joint, {n for n in needed & rebuilt if is_sym_node(n)}):
@@ -291,6 +296,13 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
     return carriers
 
 
+def _int_primals(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> list[Node]:
+    """The int inputs (``SymInt`` primals: ``x[:n]``'s ``n``) the backward reads as they are: saved, as upstream
+    saves the sizes its backward needs; the runtime keeps them on ``ctx`` beside the saved tensors."""
+    needed, _ = _needed(joint, inputs, outputs)
+    return [n for n in needed - set(inputs) if _is_primal(n) and is_sym_node(n)]
+
+
 def _copy_meta(new: Node, old: Node) -> Node:
     new.meta = dict(old.meta)
     return new
@@ -302,6 +314,7 @@ def _build(joint: torch.fx.GraphModule, num_fwd_outputs: int, saved: list[Node])
     tangents = [n for n in joint.graph.nodes if _is_tangent(n)]
     bw_outs = [g for g in grads if g is not None]
     saved = _sorted(joint, saved + _size_carriers(joint, saved + tangents, bw_outs, primals))
+    saved = _sorted(joint, saved + _int_primals(joint, saved + tangents, bw_outs))
     fw_checks = _checks(joint, primals)
     fw_gm = _extract_graph(joint, primals, list(fw_outs) + saved, fw_checks)
     bw_gm = _extract_graph(joint, saved + tangents, bw_outs, _checks(joint, saved + tangents, exclude=fw_checks))

@@ -20,17 +20,16 @@ from the numels of each call (block sizes are chosen once, from the size hints):
 backward symbolically too (``aot_autograd``: [Note: dynamic shapes in AOTAutograd]); the backward reads its sizes
 off the shapes of the saved tensors and tangents (``partitioners``: [Note: sizes in the backward]).
 
-**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- int inputs in training, a size
-the backward cannot read off its inputs' shapes, an op with no lowering that returns a size (other fallback
-kernels take symbolic layouts: [Note: fallbacks with symbolic sizes] in graph.py), size arithmetic other than
-``+ - * // /`` (float sizes: [Note: float sizes] in indexing.py), a reshape that is not a product of sizes (or an
-exact division: [Note: divisions the guards make exact]), a size symbol not readable from an input's shape, or an
-ATen decomposition that replaces a size by a number (one that only *guards* on sizes is checked at each call
-instead: [Note: guards a symbolic compile adds]).  On a call it looks at the actual shapes (and int values); the
-first time it meets a shape it *specialises* the graph -- every size node and int input becomes a constant -- and
-compiles that static graph with the ordinary pipeline.
-``metrics.specialisations`` counts those static compiles and ``metrics.symbolic_fallbacks`` says why each graph
-fell back.
+**Per-shape fallback** (``PerShapeCompiled``) when the symbolic compile refuses -- a size the backward cannot read
+off its inputs' shapes, an op with no lowering that returns a size (other fallback kernels take symbolic layouts:
+[Note: fallbacks with symbolic sizes] in graph.py), size arithmetic other than ``+ - * // /`` (float sizes:
+[Note: float sizes] in indexing.py), a reshape that is not a product of sizes (or an exact division:
+[Note: divisions the guards make exact]), a size symbol not readable from an input's shape, or an ATen decomposition
+that replaces a size by a number (one that only *guards* on sizes is checked at each call instead:
+[Note: guards a symbolic compile adds]). On a call it looks at the actual shapes (and int values); the first time it
+meets a shape it *specialises* the graph -- every size node and int input becomes a constant -- and compiles that
+static graph with the ordinary pipeline. ``metrics.specialisations`` counts those static compiles and
+``metrics.symbolic_fallbacks`` says why each graph fell back.
 
     minidynamo graph (s0 = L['x'].size()[0])      specialised for x: [5, 3]        [7, 3]
         size = l_x.size(0)                    ->      (constant 5)         ->   (constant 7)

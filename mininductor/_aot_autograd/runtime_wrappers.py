@@ -104,7 +104,8 @@ def _unalias_mutated_inputs(saved: list, mutated: list) -> list:
     if not mutated:
         return saved
     storages = {m.untyped_storage().data_ptr() for m in mutated}
-    return [clone_keeping_strides(s) if s.untyped_storage().data_ptr() in storages else s for s in saved]
+    return [clone_keeping_strides(s) if isinstance(s, torch.Tensor) and s.untyped_storage().data_ptr() in storages
+            else s for s in saved]
 
 
 def make_inference_runtime(compiled_fw: Callable, meta: ViewAndMutationMeta) -> Callable:
@@ -304,11 +305,14 @@ NO_ALIASES = OutputAliasPlan({}, [])  # the plan of a call none of whose outputs
 # epilogue (``keep_input_mutations`` covers inference and inputs without grad); this is a deviation, for the
 # host time of three ops per expert.
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
-                          num_grads: list[bool], in_place: frozenset[int] = frozenset()) -> Callable:
+                          num_grads: list[bool], in_place: frozenset[int] = frozenset(),
+                          saved_ints: list[int] = ()) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
 
     ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``; ``in_place`` lists the
-    mutated inputs the forward may write in place ([Note: input mutations in training]).
+    mutated inputs the forward may write in place ([Note: input mutations in training]); ``saved_ints``, which of
+    the values saved for the backward are ints (``x[:n]``'s ``n``: kept on ``ctx``, since ``save_for_backward``
+    takes tensors only).
     """
     n_fw = meta.num_fw_outputs
     fw_rg = meta.fw_output_requires_grad
@@ -330,7 +334,9 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             else:
                 fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
                 ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
-            ctx.save_for_backward(*_unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs]))
+            saved = _unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs])
+            ctx.saved_ints = [(k, saved[k]) for k in saved_ints]
+            ctx.save_for_backward(*[v for k, v in enumerate(saved) if k not in saved_ints] if saved_ints else saved)
             ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta)
             plans.append(plan)
             return (*fw_outs, *plan.bases)
@@ -340,7 +346,10 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             with torch.no_grad():
                 grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
                 tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
-                grads = iter(compile_bw()(*ctx.saved_tensors, *tangents))
+                saved = list(ctx.saved_tensors)
+                for k, value in ctx.saved_ints:
+                    saved.insert(k, value)
+                grads = iter(compile_bw()(*saved, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
             if torch.is_grad_enabled() and any(ctx.needs_input_grad):
                 return _refuse_double_backward(grads)
