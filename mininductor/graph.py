@@ -114,6 +114,7 @@ SIZE_OPS = {
     operator.mul: operator.mul,
     operator.add: operator.add,
     operator.sub: operator.sub,
+    operator.neg: operator.neg,  # pad's backward pads by the negated amounts (an int input's ``-s86``)
     operator.floordiv: lambda a, b: as_size(FloorDiv(a, b)),  # sizes are positive: floor == FloorDiv
     operator.mod: _size_mod,
     operator.truediv: _true_div_or_pow,

@@ -578,12 +578,15 @@ def constant_pad_nd(x, pad, value=0):
         lefts[d] = pad[2 * k]
         new_size[d] = size[d] + pad[2 * k] + pad[2 * k + 1]
     loader, dtype = x.make_loader(), x.get_dtype()
+    # a dim needs a mask unless it is known to add nothing (a pad by an int input ``n`` of unknown sign: masked)
+    masked = [not (known_true(sympy.Le(lefts[d], 0)) and known_true(sympy.Le(new_size[d] - lefts[d], size[d])))
+              for d in range(nd)]
 
     def inner_fn(index):
         src = [i - lo for i, lo in zip(index, lefts)]
         mask = None
         for d in range(nd):
-            if lefts[d] > 0 or new_size[d] - lefts[d] > size[d]:
+            if masked[d]:
                 m = _in_range(src[d], 0, size[d])
                 mask = m if mask is None else ops.logical_and(mask, m)
         if mask is None:

@@ -250,6 +250,24 @@ def test_training_with_an_int_input_compiles_once():
     assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def test_a_pad_by_an_int_input_compiles_once():
+    """``F.pad(x, (0, 0, 0, n))``: whether a dim needs a mask asked ``s77 + s86 > s77`` of sympy, which cannot
+    tell for an int of unknown sign (TypeError: every value compiled per shape). Now an undecided dim is masked,
+    which is right for any ``n``, a negative one (a crop) too. Inference and training."""
+    def fn(x, w, n):
+        return torch.nn.functional.pad(x * w, (0, 0, 0, n)).cumsum(0)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((6, 3), (8, 5), (4, 7), (6, -2)):
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
+        out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
+        out.square().sum().backward()
+        ref.square().sum().backward()
+        assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
     ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
