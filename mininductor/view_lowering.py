@@ -206,7 +206,7 @@ def _exact_div(numel, known):
     top, bottom = sympy.fraction(quotient)
     if bottom == 1:
         return as_size(quotient)
-    if bottom.is_Integer and _divides(bottom, top):
+    if _divides(bottom, top):
         return as_size(FloorDiv(top, bottom))
     raise NotImplementedError(f"symbolic view: {numel} is not a multiple of {known}")
 
@@ -217,7 +217,8 @@ def _divides(d, n) -> bool:
     [Note: divisions the guards make exact]  ``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor makes Dynamo
     guard ``Eq(Mod(s27, 2), 0)`` and size the last dim ``s27 // 2``.  As polynomials, ``s27*s77 / (2*s77)`` is no
     product and ``2 * (s27 // 2)`` is not ``s27``, so the view fell back to ATen.  Under that guard the division is
-    exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``)."""
+    exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``).  The divisor
+    may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards ``Eq(Mod(s27*s77, s86), 0)``."""
     from torch.utils._sympy.functions import Mod
     return known_true(sympy.Eq(Mod(n, d), 0))
 
@@ -256,7 +257,7 @@ def _same_size(a, b) -> bool:
     if a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0:
         return True
     exact = {fd: fd.args[0] / fd.args[1] for fd in sympy.sympify(a - b).atoms(FloorDiv)
-             if fd.args[1].is_Integer and _divides(*reversed(fd.args))}  # [Note: divisions the guards make exact]
+             if _divides(*reversed(fd.args))}  # [Note: divisions the guards make exact]
     return bool(exact) and sympy.expand((a - b).xreplace(exact)) == 0
 
 

@@ -268,6 +268,24 @@ def test_a_pad_by_an_int_input_compiles_once():
     assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def test_a_view_into_an_int_input_rows_is_a_view():
+    """``x.reshape(n, -1)``: Dynamo guards ``Eq(Mod(s27*s77, s86), 0)``, a division by a symbol, which the exact
+    division check took for integers only ([Note: divisions the guards make exact]); it fell back to ATen's
+    view. Inference and training, values and gradients."""
+    def fn(x, w, n):
+        return (x.reshape(n, -1) * 2).sum(0).mul(w.sum()).sum()
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((6, 3), (8, 4), (12, 6), (12, 4)):
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
+        out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
+        out.backward()
+        ref.backward()
+        assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
     ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
