@@ -6,6 +6,7 @@
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic  # dynamic=True, at two shapes
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad --dynamic  # training, dynamic=True
     python tests/fuzz/lowering.py SEED COUNT --device cuda  # any mode, on a GPU: real Triton kernels vs eager CUDA
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic --int  # an int input used as a size (any mode)
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (about 0.1 s a program on a CPU,
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
@@ -154,6 +155,22 @@ def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
     return views[name]()
 
 
+# Views sized by the program's int input ``n`` (``--int``): slices, pads, fills and reshapes that take it as a size.
+INT_VIEWS = ["head", "narrow", "pad", "new_ones", "reshape", "repeat"]
+
+
+def int_view(name: str, x: torch.Tensor, n: int) -> torch.Tensor:
+    views = {
+        "head": lambda: x[:n],
+        "narrow": lambda: x.narrow(-1, 0, min(n, x.shape[-1])),
+        "pad": lambda: F.pad(x, (0, n)) if x.dtype != torch.bool else x,
+        "new_ones": lambda: x.new_ones(n, *x.shape[1:]) * x[:1],
+        "reshape": lambda: x.reshape(n, -1) if x.numel() % n == 0 else x,
+        "repeat": lambda: x.repeat(n, *[1] * (x.dim() - 1)),
+    }
+    return views[name]()
+
+
 # ------------------------------------------------------------------------------------------------ programs
 def make_input(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torch.Tensor:
     if dtype.is_floating_point:
@@ -180,8 +197,9 @@ def make_input(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torc
     return t
 
 
-def generate(seed: int, grad: bool, zero: bool) -> tuple[list[torch.Tensor], list[tuple]]:
-    """A program: its inputs and its steps (each names an op and which earlier values it reads)."""
+def generate(seed: int, grad: bool, zero: bool, ints: bool = False) -> tuple[list, list[tuple]]:
+    """A program: its inputs and its steps (each names an op and which earlier values it reads). With ``ints``
+    the last input is an int ``n`` that some steps use as a size (``INT_VIEWS``)."""
     rng = random.Random(seed)
     torch.manual_seed(seed)  # the inputs' values too: a seed replays alone (``SEED 1``) as it ran in a batch
     ndim = rng.choice([1, 2, 2, 3])
@@ -207,14 +225,20 @@ def generate(seed: int, grad: bool, zero: bool) -> tuple[list[torch.Tensor], lis
         elif r < 0.85:
             steps.append(("reduction", rng.choice(allowed(REDUCTIONS)), rng.randrange(100), rng.randrange(4),
                           rng.random() < 0.5))
+        elif ints and rng.random() < 0.6:
+            steps.append(("int", rng.choice(INT_VIEWS), rng.randrange(100)))
         else:
             steps.append(("view", rng.choice(allowed(VIEWS)), rng.randrange(100), rng.randrange(1000)))
+    if ints:
+        inputs.append(rng.randint(1, 6))
     return inputs, steps
 
 
 def run_steps(steps: list[tuple], inputs) -> tuple[torch.Tensor, ...]:
     """The program itself: what both eager and the compiler run. Returns its last one or two values."""
-    values = list(inputs)
+    n = inputs[-1] if inputs and isinstance(inputs[-1], int) else None
+    values = [t for t in inputs if isinstance(t, torch.Tensor)]
+    inputs = values[:]
     for kind, name, *args in steps:
         x = values[args[0] % len(values)]
         if kind == "unary":
@@ -223,6 +247,8 @@ def run_steps(steps: list[tuple], inputs) -> tuple[torch.Tensor, ...]:
             values.append(binary(name, x, args[3] if args[2] else values[args[1] % len(values)]))
         elif x.dim() == 0:
             raise RuntimeError("a 0-d tensor has no dim to reduce or view along")  # eager refuses: skipped
+        elif kind == "int":
+            values.append(int_view(name, x, n))
         elif kind == "reduction":
             dim = args[1] % x.dim() - (x.dim() if args[1] % 2 else 0)  # negative dims too
             values.append(reduction(name, x, dim, args[2]))
@@ -233,6 +259,11 @@ def run_steps(steps: list[tuple], inputs) -> tuple[torch.Tensor, ...]:
 
 
 # ------------------------------------------------------------------------------------------------ checks
+def _tolerance(inputs: list) -> float:
+    return max({torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(a.dtype, 1e-4) for a in inputs
+               if isinstance(a, torch.Tensor))
+
+
 def check_inference(seed: int, inputs, steps) -> str | None:
     """None when the compiled program equals eager (or eager refuses it), else what went wrong."""
     fn = lambda *xs: run_steps(steps, xs)
@@ -244,7 +275,7 @@ def check_inference(seed: int, inputs, steps) -> str | None:
         actual = compile_fn(fn, *[_clone(a) for a in inputs])(*[_clone(a) for a in inputs])
     except Exception as e:  # noqa: BLE001
         return f"ERROR {type(e).__name__}: {str(e)[:300]}"
-    tol = max({torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(a.dtype, 1e-4) for a in inputs)
+    tol = _tolerance(inputs)
     try:
         assert_same(actual, expected, atol=tol, rtol=tol)
     except AssertionError as e:
@@ -257,12 +288,12 @@ def check_dynamic(seed: int, inputs, steps) -> str | None:
     input's first dim of more than one row doubled: one symbolic compile should serve both (where it cannot, the
     reason is counted by ``main``, and the per-shape compiles must still equal eager)."""
     fn = lambda *xs: run_steps(steps, xs)
-    tol = max({torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(a.dtype, 1e-4) for a in inputs)
+    tol = _tolerance(inputs)
     minidynamo.reset()
     compiled = minidynamo.minicompile(fn, dynamic=True)
     for call in range(2):
         if call:
-            inputs = [torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
+            inputs = _second_call(inputs)
         try:
             expected = fn(*[_clone(a) for a in inputs])
         except Exception:  # noqa: BLE001
@@ -277,14 +308,20 @@ def check_dynamic(seed: int, inputs, steps) -> str | None:
     return None
 
 
+def _second_call(inputs: list) -> list:
+    """The inputs of the second call: every tensor's first dim of more than one row doubled, an int one more."""
+    return [a + 1 if isinstance(a, int) else torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
+
+
 def _values_and_grads(fn, inputs, seed: int):
-    xs = [_clone(a).requires_grad_(k < 2) for k, a in enumerate(inputs)]  # the third input needs no gradient
+    # the third input needs no gradient; an int input is passed as it is
+    xs = [_clone(a).requires_grad_(k < 2) if isinstance(a, torch.Tensor) else a for k, a in enumerate(inputs)]
     outs = fn(*xs)
     g = torch.Generator().manual_seed(seed)
     terms = [(o * torch.randn(o.shape, generator=g, dtype=o.dtype).to(o.device)).sum() for o in outs if o.requires_grad]
     if terms:
         sum(terms).backward()
-    return [o.detach() for o in outs], [x.grad for x in xs]
+    return [o.detach() for o in outs], [x.grad for x in xs if isinstance(x, torch.Tensor)]
 
 
 def check_grad(seed: int, inputs, steps, dynamic: bool = False) -> str | None:
@@ -297,7 +334,7 @@ def check_grad(seed: int, inputs, steps, dynamic: bool = False) -> str | None:
     compiled = minidynamo.minicompile(fn, backend="inductor", dynamic=dynamic or None)
     for call in range(2):
         if call:
-            inputs = [torch.cat([a, a]) if a.dim() and a.shape[0] > 1 else a for a in inputs]
+            inputs = _second_call(inputs)
         try:
             expected = _values_and_grads(fn, inputs, seed)
         except Exception:  # noqa: BLE001
@@ -324,6 +361,7 @@ def main() -> None:
     parser.add_argument("--grad", action="store_true", help="training: values and input gradients")
     parser.add_argument("--zero", action="store_true", help="sizes of 0 and 1 more often")
     parser.add_argument("--dynamic", action="store_true", help="dynamic=True at two shapes (with --grad: training)")
+    parser.add_argument("--int", action="store_true", help="an int input n that some steps use as a size")
     parser.add_argument("--device", default="cpu", help="where inputs live: cuda compiles real Triton kernels")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -339,8 +377,8 @@ def main() -> None:
 
 def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
     """Generate, compile and check one program; count its verdict and its fallbacks, print it if it differs."""
-    inputs, steps = generate(seed, args.grad, args.zero)
-    inputs = [a.to(args.device) for a in inputs]
+    inputs, steps = generate(seed, args.grad, args.zero, args.int)
+    inputs = [a.to(args.device) if isinstance(a, torch.Tensor) else a for a in inputs]
     metrics.reset()
     if args.grad:
         verdict = check_grad(seed, inputs, steps, dynamic=args.dynamic)
@@ -357,7 +395,7 @@ def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
         counts["skipped"] += 1
     else:
         counts["bad"] += 1
-        layouts = [(tuple(a.shape), a.dtype, a.stride()) for a in inputs]
+        layouts = [(tuple(a.shape), a.dtype, a.stride()) if isinstance(a, torch.Tensor) else a for a in inputs]
         print(f"seed {seed}: {verdict}\n  steps {steps}\n  inputs {layouts}", flush=True)
 
 
