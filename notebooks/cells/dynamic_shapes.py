@@ -143,6 +143,24 @@ print("symbolic compiles:", metrics.symbolic_compiles, "| per-shape compiles:", 
 source = (root / "output_code.py").read_text()
 print(source[source.index("def call"):])"""),
         md("""
+Training too (since the twenty-first session): the joint graph takes `n` as an int input, and the backward -- which
+must put `x[:n]`'s gradient into the first `n` rows of zeros -- gets it as a saved int, kept on the
+`autograd.Function`'s `ctx` beside the saved tensors. Still one compile for every value."""),
+        code("""
+metrics.reset()
+def head_loss(x, w, n):
+    return (x[:n] @ w).relu().sum()
+
+c = minicompile(head_loss, dynamic=True, backend=inductor)
+w = torch.randn(4, 3, requires_grad=True)
+for rows, n in ((8, 3), (9, 5), (12, 4)):
+    x = torch.randn(rows, 4, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    c(x, w, n).backward()
+    head_loss(x_ref, w, n).backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+print("symbolic compiles:", metrics.symbolic_compiles, "| per-shape compiles:", metrics.specialisations)"""),
+        md("""
 ## How upstream differs
 
 Upstream's `ShapeEnv` (which we use as it is) also reasons about *unbacked* symbols -- sizes produced by
