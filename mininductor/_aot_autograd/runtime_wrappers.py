@@ -346,9 +346,11 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             with torch.no_grad():
                 grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
                 tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
-                saved = list(ctx.saved_tensors)
-                for k, value in ctx.saved_ints:
-                    saved.insert(k, value)
+                saved = ctx.saved_tensors
+                if ctx.saved_ints:
+                    saved = list(saved)
+                    for k, value in ctx.saved_ints:
+                        saved.insert(k, value)
                 grads = iter(compile_bw()(*saved, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
             if torch.is_grad_enabled() and any(ctx.needs_input_grad):
