@@ -232,58 +232,49 @@ def test_int_inputs_are_kernel_arguments_read_by_call():
     assert frames_ok() == 3 and metrics.specialisations == 0 and metrics.fallback_count == 0
 
 
-def test_training_with_an_int_input_compiles_once():
-    """An int input in training: the joint graph takes it as a ``SymInt`` primal, the backward reads it as a saved
-    int (``_int_primals`` in partitioners.py; the runtime keeps it on ``ctx``), so one symbolic compile serves every
-    value, as at inference. Before, each value compiled per shape. Values and gradients against eager."""
-    def fn(x, w, n):
-        return (x[:n] * w).sum() + x.new_ones(n, 3).mul(w).sum() + x.narrow(0, 1, n - 1).square().mean()
-
+def _trains_once_with_an_int(fn, cases, loss=lambda out: out) -> None:
+    """``fn(x, w, n)`` compiled with ``dynamic=True`` and trained at each ``(rows, n)`` of ``cases``: values and
+    gradients against eager, then one frame and one symbolic compile for every value of ``n``, no fallback."""
     compiled = minidynamo.minicompile(fn, dynamic=True)
-    for rows, n in ((6, 3), (8, 5), (8, 5), (5, 4), (9, 7)):  # n - 1 == 1 would be a frame of its own
+    for rows, n in cases:
         (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
         out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
-        out.backward()
-        ref.backward()
+        loss(out).backward()
+        loss(ref).backward()
         assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_training_with_an_int_input_compiles_once():
+    """An int input in training: the joint graph takes it as a ``SymInt`` primal, the backward reads it as a saved
+    int (``_int_primals`` in partitioners.py; the runtime keeps it on ``ctx``), so one symbolic compile serves every
+    value, as at inference. Before, each value compiled per shape."""
+    def fn(x, w, n):
+        return (x[:n] * w).sum() + x.new_ones(n, 3).mul(w).sum() + x.narrow(0, 1, n - 1).square().mean()
+
+    # n - 1 == 1 would be a frame of its own
+    _trains_once_with_an_int(fn, [(6, 3), (8, 5), (8, 5), (5, 4), (9, 7)])
 
 
 def test_a_pad_by_an_int_input_compiles_once():
     """``F.pad(x, (0, 0, 0, n))``: whether a dim needs a mask asked ``s77 + s86 > s77`` of sympy, which cannot
     tell for an int of unknown sign (TypeError: every value compiled per shape). Now an undecided dim is masked,
-    which is right for any ``n``, a negative one (a crop) too. Inference and training."""
+    which is right for any ``n``, a negative one (a crop) too. Its backward pads by ``-s86``."""
     def fn(x, w, n):
         return torch.nn.functional.pad(x * w, (0, 0, 0, n)).cumsum(0)
 
-    compiled = minidynamo.minicompile(fn, dynamic=True)
-    for rows, n in ((6, 3), (8, 5), (4, 7), (6, -2)):
-        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
-        out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
-        out.square().sum().backward()
-        ref.square().sum().backward()
-        assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
-    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
-    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+    _trains_once_with_an_int(fn, [(6, 3), (8, 5), (4, 7), (6, -2)], loss=lambda out: out.square().sum())
 
 
 def test_a_view_into_an_int_input_rows_is_a_view():
     """``x.reshape(n, -1)``: Dynamo guards ``Eq(Mod(s27*s77, s86), 0)``, a division by a symbol, which the exact
     division check took for integers only ([Note: divisions the guards make exact]); it fell back to ATen's
-    view. Inference and training, values and gradients."""
+    view."""
     def fn(x, w, n):
         return (x.reshape(n, -1) * 2).sum(0).mul(w.sum()).sum()
 
-    compiled = minidynamo.minicompile(fn, dynamic=True)
-    for rows, n in ((6, 3), (8, 4), (12, 6), (12, 4)):
-        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
-        out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
-        out.backward()
-        ref.backward()
-        assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
-    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
-    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
+    _trains_once_with_an_int(fn, [(6, 3), (8, 4), (12, 6), (12, 4)])
 
 
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
