@@ -220,7 +220,11 @@ def _divides(d, n) -> bool:
     exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``).  The divisor
     may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards ``Eq(Mod(s27*s77, s86), 0)``."""
     from torch.utils._sympy.functions import Mod
-    return known_true(sympy.Eq(Mod(n, d), 0))
+    if known_true(sympy.Eq(Mod(n, d), 0)):
+        return True
+    # a factor's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``
+    factors = sympy.Mul.make_args(n)
+    return len(factors) > 1 and any(known_true(sympy.Eq(Mod(f, d), 0)) for f in factors)
 
 
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
@@ -256,8 +260,9 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
 def _same_size(a, b) -> bool:
     if a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0:
         return True
-    exact = {fd: fd.args[0] / fd.args[1] for fd in sympy.sympify(a - b).atoms(FloorDiv)
-             if _divides(*reversed(fd.args))}  # [Note: divisions the guards make exact]
+    # ours or torch's FloorDiv (a traced size, ``s46*((s31//s81))``): [Note: divisions the guards make exact]
+    floor_divs = [f for f in sympy.sympify(a - b).atoms(sympy.Function) if type(f).__name__ == "FloorDiv"]
+    exact = {fd: fd.args[0] / fd.args[1] for fd in floor_divs if _divides(*reversed(fd.args))}
     return bool(exact) and sympy.expand((a - b).xreplace(exact)) == 0
 
 

@@ -277,6 +277,24 @@ def test_a_view_into_an_int_input_rows_is_a_view():
     _trains_once_with_an_int(fn, [(6, 3), (8, 4), (12, 6), (12, 4)])
 
 
+def test_the_backward_of_a_view_into_an_int_input_rows_is_a_view():
+    """``x.reshape(n, -1)`` when the branch on ``x.numel() % n`` made Dynamo guard ``Eq(Mod(s17, s86), 0)``: the
+    traced sizes are torch's ``s27*((s17//s86))``, whose ``FloorDiv`` is not ours, and the guard divides a factor
+    of ``s17*s27``; the backward's view fell back to ATen (lowering fuzz --grad --dynamic --int, seed 80010)."""
+    def fn(x, y, n):
+        return y * x.deg2rad(), x.reshape(n, -1) if x.numel() % n == 0 else x
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((8, 4), (16, 5), (12, 6)):
+        (x, y), (x_ref, y_ref) = leaves(torch.randn(rows, 2, device=DEVICE), torch.randn(rows, 2, device=DEVICE))
+        (a, b), (a_ref, b_ref) = compiled(x, y, n), fn(x_ref, y_ref, n)
+        (a.sum() + b.cos().sum()).backward()
+        (a_ref.sum() + b_ref.cos().sum()).backward()
+        assert_same((a, b, x.grad, y.grad), (a_ref, b_ref, x_ref.grad, y_ref.grad))
+    assert frames_ok() == 2 and metrics.specialisations == 0  # one frame per branch
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
     ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
