@@ -258,11 +258,14 @@ def can_fuse(a: FusedSchedulerNode, b: FusedSchedulerNode) -> tuple[bool, str]:
     for n in a.snodes + b.snodes:
         for buf, idx in deps[n.name][1].items():
             written[buf] = idx
-    for n in b.snodes:
-        for buf, idxs in deps[n.name][0].items():
-            if buf in a.get_names() and idxs != written[buf]:
-                return False, (f"{n.name} reads {buf} at {sorted(map(str, idxs))} but it is written at "
-                               f"{sorted(map(str, written[buf]))} (another program's element)")
+    # either side may read the other's buffers: ``a`` comes first by its first node, and a later node of ``a``
+    # can read ``b`` (a column sum of ``b``'s buffer, fused into ``a`` earlier through a shared input)
+    for reader, writer in ((b, a), (a, b)):
+        for n in reader.snodes:
+            for buf, idxs in deps[n.name][0].items():
+                if buf in writer.get_names() and idxs != written[buf]:
+                    return False, (f"{n.name} reads {buf} at {sorted(map(str, idxs))} but it is written at "
+                                   f"{sorted(map(str, written[buf]))} (another program's element)")
     if not (a.get_names() & b.read_names) and not (a.read_names & b.read_names):
         return False, "no shared data"
     return True, ""

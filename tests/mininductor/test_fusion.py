@@ -4,10 +4,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import minidynamo
 import mininductor
 from mininductor import metrics
 
-from .utils import check, kernel_code
+from .utils import DEVICE, assert_same, check, kernel_code, leaves
 
 torch.manual_seed(0)
 X = torch.randn(33, 130)
@@ -145,3 +146,24 @@ def test_scheduler_prints_and_draws_its_fusion_groups():
     text = str(scheduler)
     assert "group=(8, 16)" in text and "iteration spaces differ" in text
     assert "kernel 0 (8, 16)" in scheduler.to_dot().source
+
+
+def test_a_node_fused_earlier_that_reads_the_other_side_across_rows_is_not_fused():
+    """The backward of ``addcmul(v, v, x)``'s ``[n, n]`` broadcast: a column sum of a buffer had joined a kernel
+    (through shared inputs) that came first by its first node, and the buffer's own producer was then fused in.
+    The check only asked whether the later side read the earlier one across rows, so the column sum read
+    elements other programs had not written yet: wrong gradients from 300 rows up (a 3-row run fit in one program;
+    lowering fuzz --grad --dynamic --int, seed 81180). Now either side's reads are checked."""
+    def fn(x0, x1):
+        v = x0.sum(-1, dtype=torch.float64)
+        v3 = torch.addcmul(v, v, x0, value=0.5)
+        return torch.logsumexp(v3, 0), x1 * x0 + 1.5 + v3
+
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(300, 1, dtype=torch.float64, generator=g).to(DEVICE) for _ in range(2)]
+    (x0, x1), (r0, r1) = leaves(*inputs)
+    compiled = minidynamo.minicompile(fn)
+    outs, refs = compiled(x0, x1), fn(r0, r1)
+    (outs[0].sum() + outs[1].square().sum()).backward()
+    (refs[0].sum() + refs[1].square().sum()).backward()
+    assert_same((outs, x0.grad, x1.grad), (refs, r0.grad, r1.grad), atol=1e-9, rtol=1e-9)
