@@ -33,6 +33,7 @@ from .indexing import (
     ModularIndexing,
     as_size,
     decide_min_max,
+    is_symbolic,
     size_hint,
     solve_linear,
     statically_true,
@@ -158,8 +159,13 @@ def _eager_stride(node, original=None) -> list | None:
     if by_stride == sorted(dims, reverse=True) or len({size_hint(stride[d]) for d in dims}) < len(dims):
         return None
     expected = 1  # dense: walking the dims from the smallest stride up, each stride is the elements below it
-    for d in by_stride:  # (a symbolic stride may read ``Max(1, s27//2)``: the sizes below are >= 2 here)
-        if sympy.expand(stride[d] - expected) != 0 and not _is_max_1(stride[d], expected):
+    for d in by_stride:  # (a symbolic stride may read ``Max(1, s27//2)`` or ``s53*Max(1, s86)``: the sizes below
+        # are not 0 here, so each such ``Max`` is its argument)
+        if sympy.expand(_without_max_1(stride[d]) - expected) != 0:
+            if any(is_symbolic(s) for s in size):
+                # a forward's saved output is read by a backward compiled for these strides: a row-major store
+                # would be a wrong answer, so the symbolic compile refuses instead (one compile per shape)
+                raise NotImplementedError(f"cannot keep the traced strides {list(val.stride())} of an output")
             return None
         stride[d], expected = expected, expected * size[d]
     return stride
@@ -240,9 +246,12 @@ def _original_output_strides(gm: torch.fx.GraphModule) -> dict:
             and len(s) == len(getattr(n.meta.get("val"), "shape", ()))}
 
 
-def _is_max_1(expr, value) -> bool:
-    """``expr`` is ``Max(1, value)`` (sympy's or torch's own ``Max``)."""
-    return type(expr).__name__ == "Max" and set(expr.args) == {sympy.Integer(1), value}
+def _without_max_1(expr):
+    """``expr`` with each ``Max(1, e)`` (sympy's or torch's own ``Max``) read as ``e``."""
+    if not isinstance(expr, sympy.Basic):
+        return expr
+    return expr.replace(lambda e: type(e).__name__ == "Max" and len(e.args) == 2 and sympy.Integer(1) in e.args,
+                        lambda e: next(a for a in e.args if a != 1))
 
 
 class GraphLowering(torch.fx.Interpreter):

@@ -295,6 +295,28 @@ def test_the_backward_of_a_view_into_an_int_input_rows_is_a_view():
     assert metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def test_a_saved_output_keeps_traced_strides_with_a_max_in_them():
+    """``exp2(x[:n])`` of a permuted ``x`` is saved for the backward with eager's strides, traced as
+    ``(s53, s53*Max(1, s86), 1)``; the check that keeps them did not read the ``Max`` inside a product, so the
+    forward stored it row-major while the backward read the traced strides: wrong gradients (lowering fuzz
+    --grad --dynamic --int, seed 83951). Now the ``Max`` is read, and a layout it cannot keep refuses the
+    symbolic compile instead of storing another one."""
+    def fn(x, n):
+        v = torch.exp2(x[:n])
+        return torch.where(v > 0, v, v), v.select(1, v.shape[1] - 1)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in ((5, 2), (10, 3)):
+        permuted = torch.randn(17, rows, 5, dtype=torch.float64, device=DEVICE).transpose(0, 1)
+        (x,), (x_ref,) = leaves(permuted)
+        outs, refs = compiled(x, n), fn(x_ref, n)
+        weights = [torch.randn_like(r) for r in refs]
+        sum((o * w).sum() for o, w in zip(outs, weights)).backward()
+        sum((r * w).sum() for r, w in zip(refs, weights)).backward()
+        assert_same((outs, x.grad), (refs, x_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+
+
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
     ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
