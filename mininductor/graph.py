@@ -39,6 +39,7 @@ from .indexing import (
     statically_true,
     sym_max,
     sym_min,
+    texpr,
 )
 from .ir import TensorBox
 from .lowering import lowerings
@@ -264,6 +265,7 @@ class GraphLowering(torch.fx.Interpreter):
         self.symbolic = size_hints is not None
         self.size_hints: dict = dict(size_hints or {})
         self.size_sources: dict = {}
+        self._pending_sizes: list = []  # sizes of several symbols, solved once the others are known
         self.shape_env = None  # a symbolic compile's ShapeEnv: what its guards imply about the sizes (statically_true)
         self.pinned_sizes: dict = {}  # compound size -> the one value the ShapeEnv allows it, or itself (as_size)
         self.buffers: list[ir.Buffer] = []
@@ -415,6 +417,31 @@ class GraphLowering(torch.fx.Interpreter):
                     symbol, a, b = solved
                     read = f"{name}.{attr}[{dim}]" + (f" - {b}" if b > 0 else f" + {-b}" if b < 0 else "")
                     self.size_sources[symbol] = (name, attr, dim, f"({read}) // {a}" if a != 1 else read)
+                elif isinstance(s, sympy.Expr) and len(s.free_symbols) > 1:
+                    self._pending_sizes.append((name, attr, dim, s))
+        self._solve_pending_sizes()
+
+    def _solve_pending_sizes(self) -> None:
+        """A size ``a*s + rest`` whose other symbols are known by now is solved for ``s``: ``pad``'s backward with
+        an int width ``n`` gets a tangent of ``s40 + s86`` columns and the saved ``n`` (``s86``), so ``s40`` is
+        ``arg2_1.shape[1] - (arg0_1)``.  The other symbols are written as their own reads, so the order in which
+        ``call`` reads its sizes does not matter."""
+        progress = True
+        while progress:
+            progress = False
+            for name, attr, dim, s in list(self._pending_sizes):
+                unknown = [f for f in s.free_symbols if f not in self.size_sources]
+                if len(unknown) != 1:
+                    continue
+                u = unknown[0]
+                a, rest = s.coeff(u), sympy.expand(s - s.coeff(u) * u)
+                self._pending_sizes.remove((name, attr, dim, s))
+                if not (a.is_Integer and a > 0) or u in rest.free_symbols:
+                    continue
+                reads = {k: sympy.Symbol(f"({self.size_sources[k][3]})") for k in rest.free_symbols}
+                read = f"{name}.{attr}[{dim}] - ({texpr(rest.xreplace(reads))})"
+                self.size_sources[u] = (name, attr, dim, f"({read}) // {a}" if a != 1 else read)
+                progress = True
 
     def get_attr(self, target, args, kwargs):
         value = getattr(self.module, target)

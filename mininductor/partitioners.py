@@ -36,6 +36,7 @@ from collections.abc import Iterable
 import sympy
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.fx import Node
 
 aten = torch.ops.aten
@@ -297,10 +298,19 @@ def _size_carriers(joint: torch.fx.GraphModule, inputs: list[Node], outputs: lis
 
 
 def _int_primals(joint: torch.fx.GraphModule, inputs: list[Node], outputs: list[Node]) -> list[Node]:
-    """The int inputs (``SymInt`` primals: ``x[:n]``'s ``n``) the backward reads as they are: saved, as upstream
-    saves the sizes its backward needs; the runtime keeps them on ``ctx`` beside the saved tensors."""
+    """The int inputs (``SymInt`` primals: ``x[:n]``'s ``n``) the backward reads as they are, or whose symbol is in
+    the sizes it computes with (``pad``'s tangent of ``s27 + s86`` elements, from which ``s86`` alone cannot be
+    read): saved, as upstream saves the sizes its backward needs; the runtime keeps them on ``ctx`` beside the
+    saved tensors."""
     needed, _ = _needed(joint, inputs, outputs)
-    return [n for n in needed - set(inputs) if _is_primal(n) and is_sym_node(n)]
+    symbols = set()
+    for n in needed | set(inputs):
+        for v in pytree.tree_leaves(n.meta.get("val")):
+            for size in (v.shape if isinstance(v, torch.Tensor) else [v]):
+                if isinstance(size, torch.SymInt):
+                    symbols |= size.node.expr.free_symbols
+    ints = [n for n in joint.graph.nodes if _is_primal(n) and is_sym_node(n) and n not in inputs]
+    return [n for n in ints if n in needed or n.meta["val"].node.expr in symbols]
 
 
 def _copy_meta(new: Node, old: Node) -> Node:

@@ -267,6 +267,25 @@ def test_a_pad_by_an_int_input_compiles_once():
     _trains_once_with_an_int(fn, [(6, 3), (8, 5), (4, 7), (6, -2)], loss=lambda out: out.square().sum())
 
 
+def test_a_size_of_two_symbols_is_solved_for_the_unknown_one():
+    """``F.pad(x, (0, n))`` returned as it is: its backward gets only the tangent, of ``s40 + s86`` columns, and the
+    saved ``n`` (``s86``); ``s40``, the gradient's width, is solved from the two (``_solve_pending_sizes`` in
+    graph.py). It compiled per value (lowering fuzz --grad --dynamic --int, seeds 81149, 81199)."""
+    def fn(x, n):
+        return torch.nn.functional.pad(x, (0, n))
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for cols, n in ((33, 5), (20, 6), (9, 3)):
+        (x,), (x_ref,) = leaves(torch.randn(1, cols, device=DEVICE))
+        out, ref = compiled(x, n), fn(x_ref, n)
+        weight = torch.randn_like(ref)
+        (out * weight).sum().backward()
+        (ref * weight).sum().backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
+
+
 def test_a_view_into_an_int_input_rows_is_a_view():
     """``x.reshape(n, -1)``: Dynamo guards ``Eq(Mod(s27*s77, s86), 0)``, a division by a symbol, which the exact
     division check took for integers only ([Note: divisions the guards make exact]); it fell back to ATen's
