@@ -35,7 +35,6 @@ from .indexing import (
     decide_min_max,
     is_symbolic,
     size_hint,
-    solve_linear,
     statically_true,
     sym_max,
     sym_min,
@@ -400,46 +399,46 @@ class GraphLowering(torch.fx.Interpreter):
 
     def _record_size_sources(self, name: str, size: list, stride: list) -> None:
         """A size or stride that is a bare symbol tells the wrapper where to read that symbol at run time:
-        ``size_sources[s77] = (name, attr, dim, text)``, ``text`` the read (``arg0_1.shape[0]``).
-
-        A non-contiguous input (``x[:, ::2]`` of a dynamic ``x``) has a stride symbol of its own, read with
-        ``.stride()`` when no input's size has it.  A size ``a*s + b`` of one symbol no input has bare is solved
-        for it: the backward of ``F.pad(x, (1, 2))`` receives a tangent of ``s77 + 3`` elements and returns
-        ``s77`` of them, so ``s77 = arg0_1.shape[0] - 3`` (upstream passes the size itself to the backward)."""
+        ``size_sources[s77] = (name, attr, dim, text)``, ``text`` the read (``arg0_1.shape[0]``).  A
+        non-contiguous input (``x[:, ::2]`` of a dynamic ``x``) has a stride symbol of its own, read with
+        ``.stride()`` when no input's size has it.  Any other size waits until it can be solved for a symbol
+        (``_solve_sizes``)."""
         for attr, values in (("shape", size), ("stride()", stride)):
             for dim, s in enumerate(values):
                 if isinstance(s, sympy.Symbol) and s not in self.size_sources:
                     self.size_sources[s] = (name, attr, dim, f"{name}.{attr}[{dim}]")
-        for attr, values in (("shape", size), ("stride()", stride)):
-            for dim, s in enumerate(values):
-                solved = solve_linear(s)
-                if solved is not None and solved[0] not in self.size_sources:
-                    symbol, a, b = solved
-                    read = f"{name}.{attr}[{dim}]" + (f" - {b}" if b > 0 else f" + {-b}" if b < 0 else "")
-                    self.size_sources[symbol] = (name, attr, dim, f"({read}) // {a}" if a != 1 else read)
-                elif isinstance(s, sympy.Expr) and len(s.free_symbols) > 1:
+                elif isinstance(s, sympy.Expr) and s.free_symbols and not s.is_Symbol:
                     self._pending_sizes.append((name, attr, dim, s))
-        self._solve_pending_sizes()
+        self._solve_sizes()
 
-    def _solve_pending_sizes(self) -> None:
-        """A size ``a*s + rest`` whose other symbols are known by now is solved for ``s``: ``pad``'s backward with
-        an int width ``n`` gets a tangent of ``s40 + s86`` columns and the saved ``n`` (``s86``), so ``s40`` is
-        ``arg2_1.shape[1] - (arg0_1)``.  The other symbols are written as their own reads, so the order in which
-        ``call`` reads its sizes does not matter."""
+    def _solve_sizes(self) -> None:
+        """A size ``a*s + rest`` whose only symbol no input has bare is ``s``, with ``rest`` a number or made of
+        known symbols, is solved for ``s``.  The backward of ``F.pad(x, (1, 2))`` receives a tangent of ``s77 + 3``
+        elements and returns ``s77`` of them, so ``s77 = arg0_1.shape[0] - 3``; with an int width ``n`` the
+        tangent has ``s40 + s86`` and the saved ``n`` is ``s86``, so ``s40 = arg2_1.shape[1] - (arg0_1)``
+        (upstream passes the sizes themselves to the backward).  Known symbols are written as their own reads,
+        so the order in which ``call`` reads its sizes does not matter."""
         progress = True
         while progress:
             progress = False
-            for name, attr, dim, s in list(self._pending_sizes):
+            for item in list(self._pending_sizes):
+                name, attr, dim, s = item
                 unknown = [f for f in s.free_symbols if f not in self.size_sources]
-                if len(unknown) != 1:
+                if len(unknown) > 1:
+                    continue  # perhaps once another input is read
+                self._pending_sizes.remove(item)
+                if not unknown:
                     continue
                 u = unknown[0]
                 a, rest = s.coeff(u), sympy.expand(s - s.coeff(u) * u)
-                self._pending_sizes.remove((name, attr, dim, s))
                 if not (a.is_Integer and a > 0) or u in rest.free_symbols:
                     continue
-                reads = {k: sympy.Symbol(f"({self.size_sources[k][3]})") for k in rest.free_symbols}
-                read = f"{name}.{attr}[{dim}] - ({texpr(rest.xreplace(reads))})"
+                read = f"{name}.{attr}[{dim}]"
+                if rest.is_Integer:
+                    read += f" - {rest}" if rest > 0 else f" + {-rest}" if rest < 0 else ""
+                else:
+                    reads = {k: sympy.Symbol(f"({self.size_sources[k][3]})") for k in rest.free_symbols}
+                    read += f" - ({texpr(rest.xreplace(reads))})"
                 self.size_sources[u] = (name, attr, dim, f"({read}) // {a}" if a != 1 else read)
                 progress = True
 

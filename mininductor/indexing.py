@@ -119,17 +119,6 @@ def _pinned(expr):
     return known[expr]
 
 
-def solve_linear(expr) -> tuple[sympy.Symbol, int, int] | None:
-    """``(s, a, b)`` where ``expr`` is ``a*s + b`` (integers, ``a`` > 0, ``b`` != 0 or ``a`` > 1) of one symbol."""
-    if not isinstance(expr, sympy.Expr) or expr.is_Symbol or len(expr.free_symbols) != 1:
-        return None
-    (symbol,) = expr.free_symbols
-    a, b = expr.coeff(symbol), expr.subs(symbol, 0)
-    if not (a.is_Integer and b.is_Integer and a > 0) or sympy.expand(a * symbol + b - expr) != 0:
-        return None
-    return symbol, int(a), int(b)
-
-
 def is_symbolic(value) -> bool:
     return isinstance(value, sympy.Basic) and not value.is_Integer
 

@@ -176,9 +176,9 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # ``w[:4]`` has ``w``'s ``s8`` rows, which only ``w`` itself has). When no primal has it either, the partition
 # raises ``NotImplementedError`` and the caller compiles per shape instead (specialize.py). Either way every symbol
 # of the backward is readable from the shape of a backward input, which is what the symbolic compile's ``call``
-# needs anyway -- bare, or as ``a*s + b`` solved for ``s`` (``GraphLowering._record_size_sources``: ``pad``'s
+# needs anyway -- bare, or as ``a*s + b`` solved for ``s`` (``GraphLowering._solve_sizes``: ``pad``'s
 # backward returns ``s77`` of its tangent's ``s77 + 3`` elements, and asks no size query that would save ``x``;
-# with an int width ``n`` the tangent has ``s77 + s86`` and the saved ``n`` gives ``s86``: ``_solve_pending_sizes``).
+# with an int width ``n`` the tangent has ``s77 + s86`` and the saved ``n`` gives ``s86``: ``_solve_sizes``).
 # The min-cut never saves a size: size nodes have no edge in its flow network. An int input (``x[:n]``'s ``n``) is
 # the one size the backward takes as it is: no shape holds it, so it is saved (``_int_primals``).
 SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}

@@ -269,7 +269,7 @@ def test_a_pad_by_an_int_input_compiles_once():
 
 def test_a_size_of_two_symbols_is_solved_for_the_unknown_one():
     """``F.pad(x, (0, n))`` returned as it is: its backward gets only the tangent, of ``s40 + s86`` columns, and the
-    saved ``n`` (``s86``); ``s40``, the gradient's width, is solved from the two (``_solve_pending_sizes`` in
+    saved ``n`` (``s86``); ``s40``, the gradient's width, is solved from the two (``_solve_sizes`` in
     graph.py). It compiled per value (lowering fuzz --grad --dynamic --int, seeds 81149, 81199)."""
     def fn(x, n):
         return torch.nn.functional.pad(x, (0, n))
