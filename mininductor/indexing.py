@@ -268,7 +268,7 @@ def texpr(expr, kernel: bool = False) -> str:
 # operand is converted first, so no int * float literal falls to float32) and casts it (upstream's
 # ``TritonPrinter`` prints these functions the same way).  As for a Python number, an fp16/bf16 op rounds it to its
 # dtype or reads it in fp32 ([Note: Python scalars in fp16/bf16 ops] in lowering.py).  Other float functions
-# (``FloatPow``, ``sqrt``) are refused (``float_size`` in graph.py): the graph then compiles per shape.
+# (``FloatPow``, ``sqrt``) are refused (``float_size`` in size_ops.py): the graph then compiles per shape.
 FLOAT_SIZE_FUNCTIONS = ("ToFloat", "FloatTrueDiv", "IntTrueDiv")
 
 
