@@ -159,6 +159,7 @@ def test_a_node_fused_earlier_that_reads_the_other_side_across_rows_is_not_fused
         v3 = torch.addcmul(v, v, x0, value=0.5)
         return torch.logsumexp(v3, 0), x1 * x0 + 1.5 + v3
 
+    metrics.reset()
     g = torch.Generator().manual_seed(0)
     inputs = [torch.randn(300, 1, dtype=torch.float64, generator=g).to(DEVICE) for _ in range(2)]
     (x0, x1), (r0, r1) = leaves(*inputs)
@@ -167,3 +168,7 @@ def test_a_node_fused_earlier_that_reads_the_other_side_across_rows_is_not_fused
     (outs[0].sum() + outs[1].square().sum()).backward()
     (refs[0].sum() + refs[1].square().sum()).backward()
     assert_same((outs, x0.grad, x1.grad), (refs, r0.grad, r1.grad), atol=1e-9, rtol=1e-9)
+    # the backward's column sums read the [300, 300] buffer across rows: refused, with the reason
+    reasons = [r for _, _, r in metrics.fusion_rejections]
+    assert any("300*rindex + xindex" in r and "another program's element" in r for r in reasons), reasons
+    assert metrics.fallback_count == 0, metrics.fallback_ops
