@@ -10,7 +10,8 @@ the kernels are tiny and a call's wall time *is* its host time.  This prints, pe
 * minicompile's compiled graph alone (``CompiledGraph``), its generated ``call``, and that ``call`` with every
   Triton launch made a no-op (what is left: cuBLAS/ATen calls, allocations, views);
 * one launch, piece by piece (``KernelLauncher.run``, the specialization key, ``DirectLauncher.launch``, the
-  static launcher, the ``cuLaunchKernel`` call alone), beside eager's ``torch.add(out=)`` and ``torch.addmm``.
+  static launcher through torch's C++ launch call and through our ctypes call, the ``cuLaunchKernel`` call alone),
+  beside eager's ``torch.add(out=)`` and ``torch.addmm``.
 
 Each number is the best of ``--rounds`` rounds of ``--calls`` calls, timed without synchronising (a round is
 short enough not to fill the launch queue) and synchronised between rounds.  Used in docs/benchmarks.md.
@@ -105,13 +106,23 @@ def main() -> None:
         rows[f"one launch ({name}): KernelLauncher.run"] = time_it(lambda: launcher.run(*launch_args), many)
         rows["  specialization_key"] = time_it(lambda: runtime.specialization_key(launch_args), many)
         rows["  DirectLauncher.launch"] = time_it(lambda: direct.launch(launch_args, direct.grid), many)
-        if direct.static is not None:
-            rows["  static launcher's launch"] = time_it(lambda: direct.static.launch(bound, direct.grid, stream), many)
-            rows["  cuLaunchKernel through ctypes, alone"] = time_it(
-                lambda: direct.static._launch(direct.grid, stream), many)
+        static = direct.static
+        if static is not None:
+            via_torch = static.torch_launch
+            rows["  static launcher's launch (torch's C++ call)" if via_torch else "  static launcher's launch"] = \
+                time_it(lambda: static.launch(bound, direct.grid, stream), many)
+            if via_torch is not None:  # the same launch through our ctypes call ([Note: the launch call])
+                static.torch_launch = None
+                try:
+                    rows["  static launcher's launch (ctypes call)"] = \
+                        time_it(lambda: static.launch(bound, direct.grid, stream), many)
+                finally:
+                    static.torch_launch = via_torch
+            rows["  cuLaunchKernel through ctypes, alone"] = time_it(lambda: static._launch(direct.grid, stream), many)
         rows["eager torch.add(a, 1, out=b)"] = time_it(lambda: torch.add(a, 1, out=b), many)
         rows["eager torch.addmm (32x32)"] = time_it(lambda: torch.addmm(c[0], c, c), many)
         rows["torch.empty_strided"] = time_it(lambda: torch.empty_strided((32, 32), (32, 1), device="cuda"), many)
+        rows["runtime.reinterpret_tensor"] = time_it(lambda: runtime.reinterpret_tensor(c, (16, 64), (64, 1), 0), many)
     print(f"host time per call, {torch.cuda.get_device_name()}, torch {torch.__version__}, size {args.size}:")
     for label, us in rows.items():
         print(f"  {label:48s} {us:8.1f} us")

@@ -122,3 +122,6 @@ direct_launch: bool = os.environ.get("MINICOMPILE_DIRECT_LAUNCH", "1") != "0"
 # 3.6 compiles for each new argument signature; kernels it cannot launch still go through Triton. On by default
 # since the CUDA suite passed with it (docs/08-triton-codegen.md); MINICOMPILE_STATIC_CUDA_LAUNCHER=0 turns it off.
 static_cuda_launcher: bool = os.environ.get("MINICOMPILE_STATIC_CUDA_LAUNCHER", "1") != "0"
+# ... and make that launcher's driver call through torch's C++ launch call where torch has one (about 3 us less host
+# time per launch than our ctypes call; [Note: the launch call]). MINICOMPILE_TORCH_LAUNCH=0 keeps the ctypes call.
+static_launch_via_torch: bool = os.environ.get("MINICOMPILE_TORCH_LAUNCH", "1") != "0"

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import re
 import struct
 import threading
 import weakref
@@ -261,16 +262,25 @@ class StaticallyLaunchedCudaKernel:
 
     ``args`` are the launch's arguments in the kernel's order, constexprs included (they are skipped).  The values
     are packed with one ``struct.pack_into`` into a buffer whose slot addresses ``params`` holds; a lock keeps two
-    threads launching the same kernel from packing into it at once.
+    threads launching the same kernel from packing into it at once.  Where torch has its C++ launch call
+    (``torch_launch``), that call packs the values and calls the driver instead: [Note: the launch call].
     """
 
-    __slots__ = ("buffer", "device", "fmt", "function", "launch_fn", "lib", "lock", "name", "params", "shared",
-                 "slots", "stream", "threads")
+    __slots__ = ("buffer", "device", "fmt", "function", "handle", "launch_fn", "lib", "lock", "name", "nulls",
+                 "params", "shared", "slots", "stream", "threads", "torch_launch", "types", "warps")
 
-    def __init__(self, loaded: LoadedKernel, signature: dict[str, Any], device: int) -> None:
+    def __init__(self, loaded: LoadedKernel, signature: dict[str, Any], device: int,
+                 torch_launch: Any = None) -> None:
         layout = param_layout(signature, loaded.param_sizes)
         assert layout is not None, "load() returns only kernels whose parameters we can pack"
         self.slots, self.fmt = layout
+        # for torch's launch call: a type letter per parameter we fill, then NULL for Triton's own pointers
+        self.types = "".join("O" if pointer else _TORCH_TYPES[code] for (_, pointer), code
+                             in zip(self.slots, re.findall(r"[iIqQfd]", self.fmt)))
+        self.nulls = (None,) * (len(loaded.param_sizes) - len(self.slots))
+        self.types += "O" * len(self.nulls)
+        self.handle, self.warps = loaded.function, loaded.threads // 32
+        self.torch_launch = torch_launch
         self.name, self.function = loaded.name, ctypes.c_void_p(loaded.function)
         self.threads, self.shared = loaded.threads, loaded.shared
         self.buffer = ctypes.create_string_buffer(max(8, struct.calcsize(self.fmt)))
@@ -284,6 +294,10 @@ class StaticallyLaunchedCudaKernel:
 
     def launch(self, args, grid: tuple[int, int, int], stream: int) -> None:
         values = [self._pointer(args[k], k) if pointer else args[k] for k, pointer in self.slots]
+        if self.torch_launch is not None:
+            self.torch_launch(self.handle, grid[0], grid[1], grid[2], self.warps, self.shared, self.types,
+                              (*values, *self.nulls), stream)
+            return
         with self.lock:
             struct.pack_into(self.fmt, self.buffer, 0, *values)
             result = self._launch(grid, stream)
@@ -312,4 +326,29 @@ class StaticallyLaunchedCudaKernel:
 def make(kernel: Any, device: int) -> StaticallyLaunchedCudaKernel | None:
     """A launcher for ``kernel`` on ``device``, or None where Triton's own launcher must be used."""
     loaded = load(kernel, device)
-    return StaticallyLaunchedCudaKernel(loaded, kernel.src.signature, device) if loaded is not None else None
+    if loaded is None:
+        return None
+    return StaticallyLaunchedCudaKernel(loaded, kernel.src.signature, device, torch_launch_call(device))
+
+
+# [Note: the launch call]  Packing the arguments and calling ``cuLaunchKernel`` through ctypes costs about 8.7 us
+# of host time per launch on an H200 host; torch's C++ launcher (``torch._C._StaticCudaLauncher._launch_kernel``,
+# the call upstream's ``StaticallyLaunchedCudaKernel.run`` makes) does the same packing and call for about 5.7 us
+# (bench/host_breakdown.py).  The tutorial MoE's forward makes about 130 launches, so we hand the launch to it
+# where torch has it: the same ``(function, grid, num_warps, shared bytes, types, values, stream)``, with a type
+# letter per parameter ('O' for a pointer, which we pass as an int after our device check; 'i', 'l', 'f', ...
+# for scalars; None for Triton's trailing pointers).  Everything before the call -- loading the cubin, checking
+# the parameter list, the device check -- stays ours.  Two cases keep the ctypes call: a torch without the C++
+# launcher, and a kernel of a device other than 0 -- in a thread with no CUDA context, torch's call makes device
+# 0's context current, where ours makes the kernel's device's (``ensure_context``).
+# ``config.static_launch_via_torch`` (``MINICOMPILE_TORCH_LAUNCH=0``) turns it off.
+_TORCH_TYPES = {"i": "i", "I": "I", "q": "l", "Q": "K", "f": "f", "d": "d"}  # struct code -> torch's letter
+
+
+def torch_launch_call(device: int) -> Any:
+    """torch's C++ launch call for kernels of ``device``, or None where the ctypes call is used instead."""
+    from . import config
+    if not config.static_launch_via_torch or device != 0:
+        return None
+    import torch
+    return getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel", None)

@@ -90,6 +90,33 @@ def test_launch_packs_each_argument_where_its_parameter_points():
     assert shape2[1:4] == (3, 2, 1) and struct.unpack("=i", values2[2])[0] == 2**31 - 1
 
 
+def test_torchs_launch_call_gets_a_type_letter_and_a_value_per_parameter():
+    # [Note: the launch call]: the same launch through torch's C++ call, recorded by a stand-in for it
+    calls = []
+    lib = StandInDriver()
+    loaded = types.SimpleNamespace(lib=lib, name="k", function=0xF00, threads=128, shared=512,
+                                   param_sizes=[8, 8, 4, 8, 4, 8, 8, 8])
+    signature = {"a": "*fp32", "b": "*i64", "n": "i32", "m": "i64", "s": "fp32", "t": "fp64", "X": "constexpr"}
+    launcher = scl.StaticallyLaunchedCudaKernel(loaded, signature, device=0,
+                                                torch_launch=lambda *call: calls.append(call))
+    launcher.launch((Pointer(0x1000), Pointer(0x2000), 7, 2**40, 0.5, -1.25, 128), (4, 2, 1), stream=77)
+    assert calls == [(0xF00, 4, 2, 1, 4, 512, "OOilfdOO", (0x1000, 0x2000, 7, 2**40, 0.5, -1.25, None, None), 77)]
+    assert lib.launches == []  # the ctypes call is not made
+    with pytest.raises(ValueError, match="argument 0 is on"):  # our device check still comes first
+        launcher.launch((Pointer(16, device=-1), Pointer(32), 4, 5, 1.0, 2.0, 128), (1, 1, 1), stream=0)
+    assert len(calls) == 1
+
+
+def test_torchs_launch_call_is_used_for_device_0_only(monkeypatch):
+    monkeypatch.setattr(config, "static_launch_via_torch", True)
+    assert scl.torch_launch_call(1) is None  # torch's call would make device 0's context current
+    monkeypatch.setattr(config, "static_launch_via_torch", False)
+    assert scl.torch_launch_call(0) is None
+    monkeypatch.setattr(config, "static_launch_via_torch", True)
+    assert scl.torch_launch_call(0) is getattr(getattr(torch._C, "_StaticCudaLauncher", None), "_launch_kernel",
+                                                None)
+
+
 def test_a_tensor_of_another_device_is_refused_before_the_launch():
     # a host pointer handed to a kernel would fault and end the CUDA context; Triton's launcher raises instead
     lib = StandInDriver()
@@ -178,6 +205,24 @@ def test_symbolic_sizes_and_a_thread_without_cuda_state():
     assert results == {"ok": True}, results
     counts = (metrics.static_launcher_kernels, metrics.triton_launcher_kernels, metrics.generated_kernel_count)
     assert counts[0] >= 1 and counts[1] == 0, counts  # (static, Triton's, generated)
+
+
+@gpu
+@pytest.mark.parametrize("via_torch", [True, False])
+def test_both_launch_calls_agree_with_eager(monkeypatch, via_torch):
+    # torch's C++ call (the default where torch has it) and our ctypes call ([Note: the launch call])
+    monkeypatch.setattr(config, "static_launch_via_torch", via_torch)
+    metrics.reset()
+    minidynamo.reset()
+    x, y = torch.randn(3000, device="cuda"), torch.randn(3000, device="cuda")
+    c = 2.0 if via_torch else 3.0  # a different graph for each case: a cached one would keep its launchers
+
+    def fn(x, y, n):
+        return (x[:n] * n).sin() * c + y[:n].exp()
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n in (5, 17, 2000):
+        torch.testing.assert_close(compiled(x, y, n), fn(x, y, n))
+    assert metrics.static_launcher_kernels >= 1 and metrics.triton_launcher_kernels == 0
 
 
 @gpu
