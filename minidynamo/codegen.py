@@ -122,8 +122,9 @@ class PyCodegen:
     def load_graph_inputs(self, sources: list) -> None:
         """Push the compiled graph's inputs, reading each module a symbolic index selects only once.
 
-        [Note: one read of a module selected at run time]  ``experts[L['expert_idx']]`` is read through
-        ``ModuleList.__getitem__``, a Python function (~1 us), and an expert's four parameters all sit under it.
+        [Note: one read of a module selected at run time]  ``experts[L['expert_idx']]`` is read by a Python
+        function (``utils.module_list_item``: [Note: reading a module list's item]), and an expert's four
+        parameters all sit under it.
         So a ``DynamicGetItemSource`` that several inputs share is read once into a local, and the inputs load it
         from there (the guard function does the same for its checks: [Note: guard order and shared prefixes]).
         Nothing runs between the reads, so they would all have returned the same object."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .source import LocalSource, Source, TupleIteratorGetItemSource
+from .source import DynamicGetItemSource, LocalSource, Source, TupleIteratorGetItemSource
 
 
 @dataclasses.dataclass
@@ -182,7 +182,7 @@ class GuardManager:
     """Compiles a list of guards into one Python function, ``check(L, G) -> bool``."""
 
     def __init__(self, guards: list[Guard]):
-        from .utils import tuple_iterator_getitem, tuple_iterator_len
+        from .utils import module_list_item, tuple_iterator_getitem, tuple_iterator_len
         from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
         from .variables.nn_module import any_global_module_hooks
         self.guards = guards
@@ -196,6 +196,7 @@ class GuardManager:
                                         "___dims_match": _dims_match,
                                         "___tuple_iterator_len": tuple_iterator_len,
                                         "___tuple_iterator_getitem": tuple_iterator_getitem,
+                                        "___module_list_item": module_list_item,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
         self.source = self._render()
@@ -414,6 +415,8 @@ def _cse(source: Source, names: dict, uses: dict, lines: list[str]) -> str:
     base_full = base.name() if base is not None else ""
     if base is None or not full.startswith(base_full):  # L['x'], G['w'], getattr(...) forms: spelled out
         text = full
+    elif type(source) is DynamicGetItemSource:  # [Note: reading a module list's item] in utils.py
+        text = f"___module_list_item({_cse(base, names, uses, lines)}, {_cse(source.index, names, uses, lines)})"
     else:
         text = _cse(base, names, uses, lines) + full[len(base_full):]
     if base is not None and uses.get(full, 0) > 1:

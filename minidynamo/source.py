@@ -108,9 +108,11 @@ class DynamicGetItemSource(Source):
         return f"{self.base.name()}[{self.index.name()}]"
 
     def reconstruct(self, codegen) -> None:
+        from .utils import module_list_item  # base[index], without ModuleList's Python __getitem__
+        codegen.load_const_object(module_list_item, push_null=True)
         codegen.load_source(self.base)
         codegen.load_source(self.index)
-        codegen.subscr()
+        codegen.call(2)
 
 
 @dataclasses.dataclass(frozen=True)

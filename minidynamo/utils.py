@@ -4,6 +4,8 @@ from __future__ import annotations
 import collections
 import itertools
 
+from torch.nn import ModuleList
+
 # counters["frames"]["total"|"ok"], counters["stats"]["unique_graphs"], counters["recompiles"]["total"],
 # counters["graph_break"][reason], counters["eager_fallback"][reason] -- the names of torch._dynamo.utils.counters.
 counters: collections.defaultdict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -52,3 +54,18 @@ def advance_iterator(it, n: int) -> None:
     """Take ``n`` items from ``it``: what the transformed code does for the items its graph already used."""
     for _ in range(n):
         next(it)
+
+
+def module_list_item(container, index):
+    """``container[index]``, read by a guard function or a transformed frame for a module list indexed at run time
+    (``self.experts[expert_idx]``: ``DynamicGetItemSource``).
+
+    [Note: reading a module list's item]  ``ModuleList.__getitem__`` is Python (``operator.index``, a range check,
+    ``str``), about 1-4 us, and the tutorial MoE reads an expert through it twice per loop iteration (its guards,
+    then its graph's inputs).  For a plain ``ModuleList`` and an int in range its answer is
+    ``_modules[str(index)]``, read here directly; anything else (a subclass, which may define its own
+    ``__getitem__``, a negative or out-of-range index, another container) goes through ``container[index]``."""
+    if type(container) is ModuleList and type(index) is int and 0 <= index < len(container._modules):
+        return container._modules[str(index)]
+    return container[index]
+
