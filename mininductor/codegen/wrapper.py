@@ -12,10 +12,16 @@ use -- handing a freed buffer of the same size, stride and dtype to the next all
         ...
 
     def call(args):
+        if current_cuda_device() != 0:  # empty_strided_cuda allocates on the current device
+            with torch.cuda.device(0):
+                return call(args)
         arg0_1, = args
-        buf0 = empty_strided((1024,), (1,), device='cuda:0', dtype=torch.float32)
+        args.clear()
+        buf0 = empty_strided_cuda((1024,), (1,), torch.float32)
         triton_poi_fused_add_mul_tanh_0.run(arg0_1, buf0, 1024)
         return (buf0,)
+
+(On the CPU, ``empty_strided(size, stride, device='cpu', dtype=...)`` allocates, and there is no device check.)
 """
 from __future__ import annotations
 
@@ -46,6 +52,7 @@ WRAPPER_IMPORTS = f'''
 {WRAPPER_MARKER}
 import torch
 from mininductor.runtime import KernelLauncher, ReductionKindChoice, empty_strided, ensure_layout, reinterpret_tensor
+from mininductor.runtime import current_cuda_device, empty_strided_cuda
 
 '''
 
@@ -246,6 +253,11 @@ class WrapperCodeGen:
 
     def _call_body(self) -> str:
         lines = ["def call(args):"]
+        if self._allocates_with_cuda_call():  # [Note: allocating on the GPU] in runtime.py
+            index = self.graph.device.index or 0
+            lines += [f"    if current_cuda_device() != {index}:  # empty_strided_cuda allocates on the current device",
+                      f"        with torch.cuda.device({index}):",
+                      "            return call(args)"]
         inputs = self.graph.graph_input_names
         if inputs:
             lines.append(f"    {', '.join(inputs)}, = args")
@@ -285,6 +297,12 @@ class WrapperCodeGen:
         lines.append(f"    return ({''.join(ref + ', ' for ref in refs)})")
         self._check_sizes_known(lines)
         return "\n".join(lines) + "\n"
+
+    def _allocates_with_cuda_call(self) -> bool:
+        """Whether this graph's buffers are allocated by ``empty_strided_cuda`` ([Note: allocating on the GPU])."""
+        from .. import runtime
+        return self.graph.device.type == "cuda" and runtime.empty_strided_cuda is not None \
+            and runtime.current_cuda_device is not None
 
     def _check_sizes_known(self, lines: list[str]) -> None:
         """Every size symbol the wrapper or a kernel uses must be read from an input, or ``call`` would fail
@@ -413,6 +431,7 @@ class _MemoryPlanner:
         # a scatter into a graph input (reinplace.py) *is* that input: its memory is the caller's
         self.aliased |= {b.get_name() for b in scatters if b.data.target in wrapper.graph.graph_inputs}
         self.aliased |= _read_by_a_view_fallback(wrapper.graph.buffers)
+        self.cuda_call = wrapper._allocates_with_cuda_call()  # [Note: allocating on the GPU] in runtime.py
         self.last_use: dict[str, int] = {}
         for k, node in enumerate(wrapper.scheduler.nodes):
             for name in node.read_names | node.get_names():
@@ -425,6 +444,9 @@ class _MemoryPlanner:
         if self.pool.get(key):
             old = self.pool[key].pop()
             return [f"    {buf.get_name()} = {old}; del {old}  # reuse"]
+        if self.cuda_call and layout.device == self.wrapper.graph.device:
+            return [f"    {buf.get_name()} = empty_strided_cuda({shape_text(layout.size)}, "
+                    f"{shape_text(layout.stride)}, {layout.dtype})"]
         return [(f"    {buf.get_name()} = empty_strided({shape_text(layout.size)}, {shape_text(layout.stride)}, "
                  f"device='{layout.device}', dtype={layout.dtype})")]
 

@@ -94,6 +94,23 @@ def test_memory_planning_frees_and_reuses():
     assert "# reuse" in compiled.source or "del buf" in compiled.source
 
 
+def test_buffers_are_allocated_by_the_call_the_device_needs():
+    # [Note: allocating on the GPU]: a CUDA graph's buffers come from torch's C++ _empty_strided_cuda, after one
+    # check that the current device is the graph's; a CPU graph's from empty_strided(..., device='cpu')
+    def fn(x):
+        return (x * 2).sum(0), (x + 1).sum(1)
+    compiled = check(fn, torch.randn(16, 8), kernels=2)
+    cuda_call = DEVICE == "cuda" and "empty_strided_cuda(" in compiled.source
+    assert cuda_call == (DEVICE == "cuda"), compiled.source
+    assert ("empty_strided((" in compiled.source) == (DEVICE != "cuda"), compiled.source
+    if DEVICE == "cuda":  # under another current device the call runs itself again under the graph's
+        assert "if current_cuda_device() != 0:" in compiled.source
+        x = torch.randn(16, 8, device="cuda")
+        with torch.cuda.device(0):
+            for mine, theirs in zip(compiled(x), fn(x)):
+                torch.testing.assert_close(mine, theirs)
+
+
 def test_compiled_output_code_is_cached_on_disk():
     compiled = check(lambda x: x.cos() + 1, torch.randn(3, 3), kernels=1)
     assert os.path.exists(compiled.module.__file__)
