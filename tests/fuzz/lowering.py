@@ -30,7 +30,9 @@ where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a ``
 shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but runs without complaint on an empty
 tensor, where our trace refuses it always; eager's CPU ``logsumexp`` of bfloat16 rounds every step to bfloat16,
 where its decomposition (ours and upstream's) computes in float32 and rounds once, an ulp apart, which a
-``div_floor`` after it can turn into 1 (seed 41300). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
+``div_floor`` after it can turn into 1 (seed 41300); eager's vectorised CPU ``addcmul`` fuses its multiply and
+add (one rounding) where the interpreter rounds twice, an ulp apart, which ``cos`` of a large value, a
+``remainder`` or ``logit``'s pole at 1 amplifies (seeds 925493, 925562, 941283 of --int). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
 rounds every partial sum to the tensor's type in its parallel scan's order, where ours adds in fp32 and rounds
 each output once; its ``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
 ``exp``, ``sin`` and ``cos`` (a few ulp; a ``floor`` after them can show it).
