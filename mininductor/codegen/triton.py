@@ -224,8 +224,11 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             shape = "[1]" if self.ndim == 1 else "[1, 1]"
             return self._emit(f"tl.full({shape}, {self._arg(name, 'ks')}, {TL_DTYPE[dtype]})", dtype)
         ptr = self._arg(name, "in_ptr")
-        if _one_element(index):  # a [1] block, like our constants
-            text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {'[1]' if self.ndim == 1 else '[1, 1]'})"
+        one = "[1]" if self.ndim == 1 else "[1, 1]"
+        if _one_element(index) and self.mask_stack:  # [Note: a masked load of one element]
+            text = f"tl.load({ptr} + ({idx}) + tl.full({one}, 0, tl.int32), {self._mask(idx, self.r_node)}, other=0)"
+        elif _one_element(index):  # a [1] block, like our constants
+            text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {one})"
         else:
             text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0{self._eviction(name, idx)})"
         if compute_dtype(dtype) != dtype:
@@ -518,6 +521,13 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return line
 
 
+# [Note: a masked load of one element]  A load whose index has no loop variable reads the same element for the
+# whole block, so it is one unmasked scalar load -- unless it sits in ``ops.masked`` (the body of a pad, a cat,
+# a scatter's bounds): there the element may not exist.  ``F.pad(x.sum(0), (0, n))`` of an ``x`` of shape (1, 0)
+# reads ``x[0, 0]`` where the pad's mask is false everywhere; ``x`` is empty, its data pointer is NULL, and the
+# unmasked load segfaulted Triton's interpreter (on a GPU: an illegal address, which ends the CUDA context).
+# Found by the lowering fuzzer (``--zero --int``, seed 945782).  So under a mask the load is masked: its pointer is
+# a [1] block, which Triton broadcasts against the mask.
 def _one_element(index) -> bool:
     """An index of no loop variable: a constant, or sizes only (``x.select(0, x.shape[0] - 1)`` reads ``s77 - 1``),
     the same element for the whole block. Size symbols are positive; loop variables only non-negative."""

@@ -52,6 +52,16 @@ def test_cat_and_pad():
                         F.pad(x, (-1, 2))), X, y, kernels=4)  # four output shapes, one kernel each
 
 
+def test_a_pad_that_reads_one_element_of_an_empty_tensor_masks_the_load():
+    # [Note: a masked load of one element]: the sum over the 1-row dim of a (1, 0) tensor is one element read at
+    # index 0 of an empty tensor (a NULL data pointer), which the pad's mask never lets through; unmasked, the
+    # load segfaulted the interpreter (lowering fuzz, seed 945782). Then the same read of a non-empty tensor, and
+    # a crop whose one output element is padding
+    x, y = torch.randn(1, 0), torch.randn(1, 3)
+    check(lambda x: (F.pad(x.sum(0), (0, 1), value=2.0), F.pad(x.sum(0), (2, 0)).ceil()), x, kernels=2)
+    check(lambda y: (F.pad(y.sum(0), (1, 1)), F.pad(y[:, :1].sum(0), (-1, 1), value=-3.0)), y)
+
+
 def test_gather_index_embedding():
     idx = torch.tensor([4, 0, -1, 2])
     table = torch.randn(20, 9)
