@@ -172,6 +172,15 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         ([Note: int inputs of a symbolic graph]); the loop variables (``x0``, ``r0_1``) are only nonnegative."""
         return {s for s in expr.free_symbols if s.is_positive or s in V.graph.size_sources}
 
+    def _one_element(self, index) -> bool:
+        """An index of no loop variable: a constant, or sizes and int inputs only (``x.select(0, x.shape[0] - 1)``
+        reads ``s77 - 1``; the backward of ``F.pad(x, (n, 0))`` reads the tangent at ``n``), the same element for
+        the whole block.  An int input's symbol is not positive (it may be 0), so the test is ``_size_symbols``':
+        counted as a loop variable, its scalar pointer met a block mask, which Triton refuses (lowering fuzz
+        ``--grad --zero --int``, seed 975924)."""
+        expr = sympy.sympify(index)
+        return expr.free_symbols == self._size_symbols(expr)
+
     def _size_text(self, expr) -> str:
         """A size in kernel source: its symbols become int arguments of the kernel."""
         expr = sympy.sympify(expr)
@@ -210,6 +219,13 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         return self.args[name]
 
     # ------------------------------------------------------------------------------------------- ops
+    # [Note: a masked load of one element]  A load whose index has no loop variable reads the same element for the
+    # whole block, so it is one unmasked scalar load -- unless it sits in ``ops.masked`` (the body of a pad, a cat,
+    # a scatter's bounds): there the element may not exist.  ``F.pad(x.sum(0), (0, n))`` of an ``x`` of shape (1, 0)
+    # reads ``x[0, 0]`` where the pad's mask is false everywhere; ``x`` is empty, its data pointer is NULL, and the
+    # unmasked load segfaulted Triton's interpreter (on a GPU: an illegal address, which ends the CUDA context).
+    # Found by the lowering fuzzer (``--zero --int``, seed 945782).  So under a mask the load is masked: its pointer is
+    # a [1] block, which Triton broadcasts against the mask.
     def load(self, name: str, index) -> str:
         idx = self._index(index)
         stored = self.scope.lookup("stores", (name, idx))
@@ -225,9 +241,9 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             return self._emit(f"tl.full({shape}, {self._arg(name, 'ks')}, {TL_DTYPE[dtype]})", dtype)
         ptr = self._arg(name, "in_ptr")
         one = "[1]" if self.ndim == 1 else "[1, 1]"
-        if _one_element(index) and self.mask_stack:  # [Note: a masked load of one element]
+        if self._one_element(index) and self.mask_stack:  # [Note: a masked load of one element]
             text = f"tl.load({ptr} + ({idx}) + tl.full({one}, 0, tl.int32), {self._mask(idx, self.r_node)}, other=0)"
-        elif _one_element(index):  # a [1] block, like our constants
+        elif self._one_element(index):  # a [1] block, like our constants
             text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {one})"
         else:
             text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0{self._eviction(name, idx)})"
@@ -266,7 +282,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
 
     def _store_index(self, index) -> str:
         """A constant index (a scalar output) still needs a block of pointers to store a block."""
-        if not _one_element(index):
+        if not self._one_element(index):
             return self._index(index)
         shape = "[XBLOCK]" if self.ndim == 1 else "[XBLOCK, 1]"
         if sympy.sympify(index).free_symbols:  # sizes only (``s77 - 1``)
@@ -519,19 +535,6 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         for placeholder, hint in self._hints.items():  # loads' L2 hints (see _eviction)
             line = line.replace(placeholder, hint)
         return line
-
-
-# [Note: a masked load of one element]  A load whose index has no loop variable reads the same element for the
-# whole block, so it is one unmasked scalar load -- unless it sits in ``ops.masked`` (the body of a pad, a cat,
-# a scatter's bounds): there the element may not exist.  ``F.pad(x.sum(0), (0, n))`` of an ``x`` of shape (1, 0)
-# reads ``x[0, 0]`` where the pad's mask is false everywhere; ``x`` is empty, its data pointer is NULL, and the
-# unmasked load segfaulted Triton's interpreter (on a GPU: an illegal address, which ends the CUDA context).
-# Found by the lowering fuzzer (``--zero --int``, seed 945782).  So under a mask the load is masked: its pointer is
-# a [1] block, which Triton broadcasts against the mask.
-def _one_element(index) -> bool:
-    """An index of no loop variable: a constant, or sizes only (``x.select(0, x.shape[0] - 1)`` reads ``s77 - 1``),
-    the same element for the whole block. Size symbols are positive; loop variables only non-negative."""
-    return all(s.is_positive for s in sympy.sympify(index).free_symbols)
 
 
 def _free_names(text: str) -> set[str]:

@@ -267,6 +267,26 @@ def test_a_pad_by_an_int_input_compiles_once():
     _trains_once_with_an_int(fn, [(6, 3), (8, 5), (4, 7), (6, -2)], loss=lambda out: out.square().sum())
 
 
+def test_a_kernel_reads_one_element_at_an_int_inputs_offset():
+    """The backward of ``F.pad(x, (0, n)).cumsum(0)`` for a one-element ``x``: its gradient is one element of the
+    reversed running sum, read at offset ``n``.  ``n``'s symbol is not positive (an int may be 0), so that
+    one-element load was taken for a load along a loop variable, and its scalar pointer met the block mask: Triton
+    raised "Mask argument cannot be block type if pointer argument is not a block" (lowering fuzz --grad --zero
+    --int, seed 975924)."""
+    def fn(x, n):
+        return torch.nn.functional.pad(x, (0, n)).cumsum(0)
+
+    compiled = minidynamo.minicompile(fn)
+    for n in (3, 4, 6):  # the second call recompiles with n symbolic; the third reuses it
+        (x,), (x_ref,) = leaves(torch.randn(1, dtype=torch.float64, device=DEVICE))
+        out, ref = compiled(x, n), fn(x_ref, n)
+        weight = torch.randn_like(ref)
+        (out * weight).sum().backward()
+        (ref * weight).sum().backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert frames_ok() == 2 and metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_size_of_two_symbols_is_solved_for_the_unknown_one():
     """``F.pad(x, (0, n))`` returned as it is: its backward gets only the tangent, of ``s40 + s86`` columns, and the
     saved ``n`` (``s86``); ``s40``, the gradient's width, is solved from the two (``_solve_sizes`` in
