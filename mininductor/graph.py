@@ -170,6 +170,30 @@ def _original_output_strides(gm: torch.fx.GraphModule) -> dict:
             and len(s) == len(getattr(n.meta.get("val"), "shape", ()))}
 
 
+def _refuse_a_symbolic_layout_with_gaps(node) -> None:
+    """Raise ``NotImplementedError`` when ``node``'s traced strides, in row-major order, are not dense and its
+    sizes are symbolic: a row-major copy of it cannot have them.
+
+    [Note: a saved view with gaps]  ``x.reshape(n, -1)`` of an ``x`` whose last dim has stride 2 is, in eager, a
+    view with strides ``(2 * (s53 // n), 2)``.  Our symbolic reshape reads it through a floor division that
+    ``as_strided_layout`` cannot turn into strides, so the output is copied, row-major and dense -- while a training
+    forward's saved output is read by a backward compiled for the traced strides: it read every other element of
+    the copy, and past its end (wrong gradients; lowering fuzz --grad --zero --dynamic --int, seed 1001745).  As
+    for a permuted layout that cannot be kept (``_eager_stride``), the symbolic compile refuses; per shape, the
+    view is a strided window again."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        return
+    size, stride = [as_size(s) for s in val.shape], [as_size(s) for s in val.stride()]
+    if not any(is_symbolic(s) for s in size):
+        return
+    expected = 1
+    for d in reversed(range(len(size))):
+        if size[d] != 1 and sympy.expand(_without_max_1(stride[d]) - expected) != 0:
+            raise NotImplementedError(f"cannot keep the traced strides {list(val.stride())} of an output")
+        expected = expected * size[d]
+
+
 def _without_max_1(expr):
     """``expr`` with each ``Max(1, e)`` (sympy's or torch's own ``Max``) read as ``e``."""
     if not isinstance(expr, sympy.Basic):
@@ -453,7 +477,10 @@ class GraphLowering(torch.fx.Interpreter):
             return TensorBox(rv)
         from .lowering import clone
         copy = clone(value)
-        copy.storage().realize(_eager_stride(node, self.original_strides.get(node)) if node is not None else None)
+        stride = _eager_stride(node, self.original_strides.get(node)) if node is not None else None
+        if stride is None and node is not None:
+            _refuse_a_symbolic_layout_with_gaps(node)
+        copy.storage().realize(stride)
         return copy
 
     def _keep_output_aliases(self, base: torch.fx.Node, outputs: list[tuple[int, torch.fx.Node]]) -> None:

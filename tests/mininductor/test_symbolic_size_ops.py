@@ -287,6 +287,28 @@ def test_a_kernel_reads_one_element_at_an_int_inputs_offset():
     assert frames_ok() == 2 and metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def test_a_saved_view_with_gaps_is_not_stored_dense():
+    """[Note: a saved view with gaps]: ``x.reshape(n, -1).sin()`` of an ``x`` with a last-dim stride of 2 saves the
+    view for its backward, traced with strides ``(2 * (s53 // n), 2)``; the forward stored a dense copy, which the
+    backward read with stride 2: wrong gradients, and a read past the copy (lowering fuzz --grad --zero
+    --dynamic --int, seed 1001745). Now the symbolic compile refuses and each shape compiles a strided view."""
+    def fn(x, n):
+        return x.reshape(n, -1).sin()
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n in (2, 4):
+        base = torch.randn(64, dtype=torch.float64, device=DEVICE)
+        # leaves that keep the gaps (a clone would be contiguous)
+        x, x_ref = (base.clone().as_strided((1, 1, 8), (64, 32, 2)).requires_grad_() for _ in range(2))
+        out, ref = compiled(x, n), fn(x_ref, n)
+        weight = torch.randn_like(ref)
+        (out * weight).sum().backward()
+        (ref * weight).sum().backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert any("cannot keep the traced strides" in str(r) for r in metrics.symbolic_fallbacks)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_size_of_two_symbols_is_solved_for_the_unknown_one():
     """``F.pad(x, (0, n))`` returned as it is: its backward gets only the tangent, of ``s40 + s86`` columns, and the
     saved ``n`` (``s86``); ``s40``, the gradient's width, is solved from the two (``_solve_sizes`` in
