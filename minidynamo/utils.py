@@ -68,4 +68,3 @@ def module_list_item(container, index):
     if type(container) is ModuleList and type(index) is int and 0 <= index < len(container._modules):
         return container._modules[str(index)]
     return container[index]
-

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import re
 import struct
 import threading
 import weakref
@@ -275,8 +274,8 @@ class StaticallyLaunchedCudaKernel:
         assert layout is not None, "load() returns only kernels whose parameters we can pack"
         self.slots, self.fmt = layout
         # for torch's launch call: a type letter per parameter we fill, then NULL for Triton's own pointers
-        self.types = "".join("O" if pointer else _TORCH_TYPES[code] for (_, pointer), code
-                             in zip(self.slots, re.findall(r"[iIqQfd]", self.fmt)))
+        self.types = "".join("O" if ty.startswith("*") else _TORCH_TYPES[ty]
+                             for ty in signature.values() if ty != "constexpr")
         self.nulls = (None,) * (len(loaded.param_sizes) - len(self.slots))
         self.types += "O" * len(self.nulls)
         self.handle, self.warps = loaded.function, loaded.threads // 32
@@ -331,9 +330,9 @@ def make(kernel: Any, device: int) -> StaticallyLaunchedCudaKernel | None:
     return StaticallyLaunchedCudaKernel(loaded, kernel.src.signature, device, torch_launch_call(device))
 
 
-# [Note: the launch call]  Packing the arguments and calling ``cuLaunchKernel`` through ctypes costs about 8.7 us
-# of host time per launch on an H200 host; torch's C++ launcher (``torch._C._StaticCudaLauncher._launch_kernel``,
-# the call upstream's ``StaticallyLaunchedCudaKernel.run`` makes) does the same packing and call for about 5.7 us
+# [Note: the launch call]  Packing the arguments and calling ``cuLaunchKernel`` through ctypes costs 8.0-8.8 us of
+# host time per launch on the H200 hosts; torch's C++ launcher (``torch._C._StaticCudaLauncher._launch_kernel``,
+# the call upstream's ``StaticallyLaunchedCudaKernel.run`` makes) does the same packing and call in 6.2-6.9 us
 # (bench/host_breakdown.py).  The tutorial MoE's forward makes about 130 launches, so we hand the launch to it
 # where torch has it: the same ``(function, grid, num_warps, shared bytes, types, values, stream)``, with a type
 # letter per parameter ('O' for a pointer, which we pass as an int after our device check; 'i', 'l', 'f', ...
@@ -342,7 +341,7 @@ def make(kernel: Any, device: int) -> StaticallyLaunchedCudaKernel | None:
 # launcher, and a kernel of a device other than 0 -- in a thread with no CUDA context, torch's call makes device
 # 0's context current, where ours makes the kernel's device's (``ensure_context``).
 # ``config.static_launch_via_torch`` (``MINICOMPILE_TORCH_LAUNCH=0``) turns it off.
-_TORCH_TYPES = {"i": "i", "I": "I", "q": "l", "Q": "K", "f": "f", "d": "d"}  # struct code -> torch's letter
+_TORCH_TYPES = {"i32": "i", "u32": "I", "i64": "l", "u64": "K", "fp32": "f", "fp64": "d"}  # Triton type -> letter
 
 
 def torch_launch_call(device: int) -> Any:

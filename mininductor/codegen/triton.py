@@ -174,7 +174,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
 
     def _one_element(self, index) -> bool:
         """An index of no loop variable: a constant, or sizes and int inputs only (``x.select(0, x.shape[0] - 1)``
-        reads ``s77 - 1``; the backward of ``F.pad(x, (n, 0))`` reads the tangent at ``n``), the same element for
+        reads ``s77 - 1``; the backward of ``F.pad(x, (0, n)).cumsum(0)`` reads one element at ``n``), the same element for
         the whole block.  An int input's symbol is not positive (it may be 0), so the test is ``_size_symbols``':
         counted as a loop variable, its scalar pointer met a block mask, which Triton refuses (lowering fuzz
         ``--grad --zero --int``, seed 975924)."""

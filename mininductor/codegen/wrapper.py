@@ -445,8 +445,8 @@ class _MemoryPlanner:
             old = self.pool[key].pop()
             return [f"    {buf.get_name()} = {old}; del {old}  # reuse"]
         if self.cuda_call and layout.device == self.wrapper.graph.device:
-            return [f"    {buf.get_name()} = empty_strided_cuda({shape_text(layout.size)}, "
-                    f"{shape_text(layout.stride)}, {layout.dtype})"]
+            return [(f"    {buf.get_name()} = empty_strided_cuda({shape_text(layout.size)}, "
+                     f"{shape_text(layout.stride)}, {layout.dtype})")]
         return [(f"    {buf.get_name()} = empty_strided({shape_text(layout.size)}, {shape_text(layout.stride)}, "
                  f"device='{layout.device}', dtype={layout.dtype})")]
 

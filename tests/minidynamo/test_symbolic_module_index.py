@@ -3,6 +3,8 @@
 [Note: a module list indexed by a symbolic int] in variables/nn_module.py.  Each test compares with eager (values
 and, in training, gradients) and counts entries and recompiles.
 """
+from typing import ClassVar
+
 import pytest
 import torch
 from torch import nn
@@ -141,7 +143,7 @@ def test_a_loop_over_experts_trains_with_shared_entries(backend):
 class CountingList(nn.ModuleList):
     """A module list subclass with its own ``__getitem__`` (which the compiled code must call)."""
 
-    reads: list = []
+    reads: ClassVar[list] = []
 
     def __getitem__(self, idx):
         CountingList.reads.append(idx)
