@@ -76,6 +76,20 @@ class ShapeEnv(symbolic_shapes.ShapeEnv):
             frame = frame.f_back
         return frame
 
+    def _get_stack_summary(self, is_debug: bool = False, framework_loc: str | None = None) -> tuple[Any, str]:
+        """[Note: a guard made in the autograd engine's thread]  A training compile traces the backward by running
+        ``torch.autograd.grad`` over fake tensors. For CUDA tensors the engine runs it in its own device thread, so
+        a C++ backward formula that guards a symbolic size (``F.pad``'s backward: ``n >= 0``) reaches the ShapeEnv
+        with no Python frame outside torch on the stack. The place is then ``SLoc(None, ...)``, which torch 2.11's
+        ``produce_guards`` fails to format ("'NoneType' object has no attribute 'filename'"; torch 2.13 prints
+        nothing). We name it. CPU tensors never show this: their backward runs in the calling thread."""
+        from torch._guards import SLoc
+
+        sloc, extra = super()._get_stack_summary(is_debug, framework_loc)
+        if sloc.framework_loc is None:
+            sloc = SLoc("no Python frame outside torch (the autograd engine's device thread)", sloc.maybe_user_loc)
+        return sloc, extra
+
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 

@@ -287,6 +287,39 @@ def test_a_kernel_reads_one_element_at_an_int_inputs_offset():
     assert frames_ok() == 2 and metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def test_a_guard_made_in_the_autograd_engines_thread_gets_a_place(monkeypatch):
+    """[Note: a guard made in the autograd engine's thread]: for CUDA tensors the training trace's backward runs in
+    the engine's device thread, where ``F.pad``'s backward guards ``n`` with no Python frame outside torch; the
+    ShapeEnv recorded the place as ``SLoc(None, ...)`` and torch 2.11's ``produce_guards`` raised formatting it
+    (this test's function, on the GPU). Here the ShapeEnv finds no user frame on any device, as in that thread: no
+    place may reach ``produce_guards`` empty, and values and gradients match eager."""
+    from minidynamo.dynamic_shapes import ShapeEnv
+
+    empty = []
+    produce_guards = ShapeEnv.produce_guards
+
+    def spy(env, *args, **kwargs):
+        places = [g.sloc for g in env.guards] + [p for vr in env.var_to_range_sloc.values() for p in (vr.lower, vr.upper)]
+        empty.extend(p for p in places if p.framework_loc is None)
+        return produce_guards(env, *args, **kwargs)
+
+    monkeypatch.setattr(ShapeEnv, "_get_user_frame", lambda env: None)
+    monkeypatch.setattr(ShapeEnv, "produce_guards", spy)
+
+    def fn(x, n):
+        return torch.nn.functional.pad(x, (0, n)).cumsum(0)
+
+    compiled = minidynamo.minicompile(fn)
+    for n in (3, 4, 6):
+        (x,), (x_ref,) = leaves(torch.randn(2, dtype=torch.float64, device=DEVICE))
+        out, ref = compiled(x, n), fn(x_ref, n)
+        out.sum().backward()
+        ref.sum().backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert frames_ok() == 2 and metrics.fallback_count == 0, metrics.fallback_ops
+    assert not empty
+
+
 def test_a_saved_view_with_gaps_is_not_stored_dense():
     """[Note: a saved view with gaps]: ``x.reshape(n, -1).sin()`` of an ``x`` with a last-dim stride of 2 saves the
     view for its backward, traced with strides ``(2 * (s53 // n), 2)``; the forward stored a dense copy, which the
