@@ -39,25 +39,41 @@ def div(a, b, rounding_mode=None):
     if target is prims.div.default and not is_float(out):
         rounding_mode = "trunc"
     if rounding_mode is None:
-        if _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
-            compute = torch.float32
-        if isinstance(b, (int, float)) and device_of([a, b]).type == "cuda":
-            # eager's CUDA kernel multiplies by the scalar's reciprocal, computed in fp32 (fp64 for doubles):
-            # ``x / 3`` is one ulp from ``tl.div_rn(x, 3.0)`` in about a fifth of the elements
-            inverse = float(1.0 / torch.tensor(b, dtype=compute))
-            return pointwise([a], lambda x: ops.mul(x, ops.constant(inverse, compute)), out, compute)
+        cuda_scalar = _scalar_divisor(a, b) and device_of([a, b]).type == "cuda"
+        if _low_precision(out) and (_scalar_in_fp32("div", (a, b)) or cuda_scalar):
+            compute = torch.float32  # [Note: Python scalars in fp16/bf16 ops]
+        if cuda_scalar:  # ``x / 3`` is one ulp from ``tl.div_rn(x, 3.0)`` in a fifth of the elements
+            inverse = _reciprocal(b, compute)
+            return pointwise([a, b], lambda x, y: ops.mul(x, inverse(y)), out, compute)
         return pointwise([a, b], ops.truediv, out, compute)
     if rounding_mode == "floor":
         return floor_divide(a, b)
-    if _low_precision(out) and not isinstance(a, ir.IRNode):  # a scalar dividend is converted to the tensor's type
-        a = _rounded_scalar(a, out)
-    elif _low_precision(out) and _scalar_in_fp32("div", (a, b)):  # [Note: Python scalars in fp16/bf16 ops]
-        return pointwise([a, b], ops.truncdiv, out, torch.float32)
-    if _low_precision(out) and device_of([a, b]).type == "cpu":
-        # the CPU's vectorised kernel rounds ``a / b`` to fp16/bf16 before truncating it: 2.9998 (fp32) is 3.0
-        # in fp16, whose trunc is 3, not 2 ([Note: floor division rounds where ATen's kernel does])
-        return pointwise([a, b], lambda x, y: ops.trunc(ops.to_dtype(ops.truediv(x, y), out)), out, compute)
+    if is_float(out):
+        return _float_trunc_divide(a, b, out, compute)
     return pointwise([a, b], _zero_divisor_checked(ops.truncdiv, a, b, compute), out, compute)
+
+
+def _float_trunc_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorBox:
+    """``trunc(a / b)`` with the roundings eager makes (measured over 1M pairs per case, CPU and H200):
+
+    * A tensor divisor: both devices' kernels divide in the tensor's type, so an fp16/bf16 quotient is rounded
+      before it is truncated: 2.9998 (fp32) is 3.0 in fp16, whose trunc is 3, not 2. fp32 and fp64 round nothing.
+    * A Python scalar divisor (or a size): CUDA multiplies by the scalar's reciprocal, computed in fp32 (fp64 for
+      doubles), as its true division does: ``trunc(x / 0.37)`` and ``trunc(x * (1 / 0.37))`` differ in 29 of 1M
+      fp32 elements. The CPU divides, in fp32 for fp16/bf16, unrounded ([Note: Python scalars in fp16/bf16 ops]).
+    """
+    low = _low_precision(out)
+    if low and not isinstance(a, ir.IRNode):  # a scalar dividend is converted to the tensor's type
+        a = _rounded_scalar(a, out)
+    elif _scalar_divisor(a, b):
+        compute = torch.float32 if low else compute
+        if device_of([a, b]).type == "cpu":
+            return pointwise([a, b], ops.truncdiv, out, compute)
+        inverse = _reciprocal(b, compute)
+        return pointwise([a, b], lambda x, y: ops.trunc(ops.mul(x, inverse(y))), out, compute)
+    if low:
+        return pointwise([a, b], lambda x, y: ops.trunc(ops.to_dtype(ops.truediv(x, y), out)), out, compute)
+    return pointwise([a, b], ops.truncdiv, out, compute)
 
 
 @register_lowering(aten.floor_divide)
@@ -66,6 +82,32 @@ def floor_divide(a, b):
     if not is_float(out):
         return pointwise([a, b], _zero_divisor_checked(ops.floordiv, a, b, compute, floor=True), out, compute)
     return _float_floor_divide(a, b, out, compute)
+
+
+def _scalar_divisor(a, b) -> bool:
+    """Whether eager's kernel takes the divisor ``b`` as a scalar, read once in fp32 (fp64 for doubles) and never
+    rounded to fp16/bf16: a Python number or a size; on CUDA a 0-dim CPU tensor ([Note: CPU scalars] in graph.py,
+    ``iter.is_cpu_scalar(2)``); on the CPU any one-element tensor (``iter.is_scalar(2)``: ``x16 // b16[:1]``
+    computes in fp32 throughout, where a tensor divisor rounds every step). CUDA's true, trunc and floor
+    divisions then multiply by ``1 / b``; the CPU's divide."""
+    if not isinstance(b, ir.IRNode):
+        return True
+    if device_of([a, b]).type == "cuda":  # a CPU scalar's node says CUDA (it is moved or passed by value): ask eager's
+        node = V.graph.current_node
+        divisor = node.args[1] if node is not None and len(node.args) > 1 else None
+        val = divisor.meta.get("val") if isinstance(divisor, torch.fx.Node) else None
+        return isinstance(val, torch.Tensor) and val.device.type == "cpu" and val.dim() == 0 \
+            and V.graph.env.get(divisor) is b
+    return all(size == 1 for size in b.get_size())
+
+
+def _reciprocal(b, compute: torch.dtype) -> Callable:
+    """``1 / b`` as eager's CUDA kernel computes it for a CPU-scalar divisor: a constant for a Python number, else
+    in the kernel, from the loaded value (a size, a 0-dim CPU tensor's value)."""
+    if isinstance(b, (int, float)):
+        value = float(1.0 / torch.tensor(b, dtype=compute))
+        return lambda y: ops.constant(value, compute)
+    return lambda y: ops.truediv(ops.constant(1.0, compute), y)
 
 
 def _zero_divisor_checked(op: Callable, a, b, compute: torch.dtype, floor: bool = False) -> Callable:
@@ -151,7 +193,8 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
     fp16 floor 2961 is not representable.  fp32 and fp64 round nothing on the way on either device.
     """
     cuda, low = device_of([a, b]).type == "cuda", out in (torch.float16, torch.bfloat16)
-    scalar_b = not isinstance(b, ir.IRNode)
+    scalar_b = _scalar_divisor(a, b)
+    reciprocal = cuda and scalar_b
     if scalar_b:  # a scalar divisor is read in fp32, unrounded ([Note: Python scalars in fp16/bf16 ops])
         compute = torch.float32 if low else compute
     if low and isinstance(a, (int, float)):
@@ -159,14 +202,13 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
     rounded = lambda v: ops.to_dtype(v, out) if low else v
     every = rounded if low and not cuda and not scalar_b else (lambda v: v)  # the CPU's vectorised kernel
     floor_step = rounded if cuda or every is rounded else (lambda v: v)
-    reciprocal = cuda and isinstance(b, (int, float)) and b != 0
+    inverse = _reciprocal(b, compute) if reciprocal else None
 
     def fn(x, y):
         one, zero = ops.constant(1.0, compute), ops.constant(0.0, compute)
         mod = every(ops.fmod(x, y))  # exact
-        if reciprocal:
-            inverse = ops.constant(float(1.0 / torch.tensor(b, dtype=torch.float32)), compute)
-            div = every(ops.mul(ops.sub(x, mod), inverse))
+        if reciprocal:  # a zero divisor takes the true quotient below, as eager's kernel does
+            div = every(ops.mul(ops.sub(x, mod), inverse(y)))
         else:
             div = every(ops.truediv(every(ops.sub(x, mod)), y))
         signs_differ = ops.ne(ops.lt(y, zero), ops.lt(mod, zero))
