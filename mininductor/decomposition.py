@@ -74,10 +74,31 @@ def _table() -> dict:
     table[aten.binary_cross_entropy.default] = _checking_probabilities(table[aten.binary_cross_entropy.default])
     table[aten.bernoulli.default] = _bernoulli_checking_p(table[aten.bernoulli.default])
     table[aten._scaled_dot_product_flash_attention_for_cpu.default] = scaled_dot_product_flash_attention_for_cpu
+    for op in (aten.hardsigmoid.default, aten.hardswish.default):
+        table[op] = _sixth_as_cuda_computes_it(op, table[op])
     for op in (aten.mse_loss_backward.default, aten.smooth_l1_loss_backward.default,
                aten.huber_loss_backward.default):
         table[op] = _empty_mean_loss_backward(table[op])
     return table
+
+
+_SIXTH_IN_FP32 = float(torch.tensor(1 / 6, dtype=torch.float32))  # 0.1666666716337204
+
+
+def _sixth_as_cuda_computes_it(op, upstream):
+    """``hardsigmoid``/``hardswish`` of fp64 on CUDA, as eager's kernel computes them.
+
+    [Note: CUDA's one sixth]  Upstream's decomposition divides by 6, as eager's CPU kernels do. Eager's CUDA
+    kernels multiply by ``one_sixth(1.0f / 6.0f)``: an fp32 sixth, even for fp64 tensors, so there
+    ``hardsigmoid(3.0)`` is 1.0000000298, not 1, and ``hardsigmoid(x).rsqrt() < 1`` is True (GPU lowering fuzz
+    --int, seed 1405598). fp32, fp16 and bf16 compute in fp32 on both devices, where a division by 6 on CUDA is a
+    multiplication by the same fp32 sixth ([Note: floor division rounds where ATen's kernel does])."""
+    def decomposition(x):
+        if x.device.type != "cuda" or x.dtype != torch.float64:
+            return upstream(x)
+        clamped = torch.clamp(torch.clamp(x + 3, min=0), max=6)
+        return (x * clamped if op is aten.hardswish.default else clamped) * _SIXTH_IN_FP32
+    return decomposition
 
 
 def _empty_mean_loss_backward(upstream):

@@ -182,3 +182,12 @@ def test_round_half_to_even_where_x_plus_half_rounds():
                      atol=0, rtol=0, kernels=1, fallbacks=0)
     ours = compiled(x.to(DEVICE))[0]
     assert torch.equal(ours.signbit(), torch.round(x.to(DEVICE)).signbit())
+
+
+def test_fp64_hardsigmoid_takes_the_sixth_eager_takes():
+    """[Note: CUDA's one sixth]: eager's CUDA kernels multiply an fp64 hardsigmoid by the fp32 1/6, so
+    ``hardsigmoid(3.0)`` is 1.0000000298 and its ``rsqrt`` below 1 (GPU lowering fuzz --int, seed 1405598); the
+    CPU's divide by 6. Bit-equal on either device."""
+    x = torch.tensor([3.0, 23.3, -2.0, 0.5, 1e-3, -3.0, 100.0, 2.9999], dtype=torch.float64)
+    check(lambda x: (F.hardsigmoid(x), F.hardswish(x), F.hardsigmoid(x).rsqrt() < 1), x, atol=0, rtol=0,
+          kernels=1, fallbacks=0)
