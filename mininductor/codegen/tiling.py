@@ -57,8 +57,10 @@ def choose_tiling(fused: FusedSchedulerNode, numel) -> tuple[int, int] | None:
     """A 2-D tile for a pointwise kernel that reads (or writes) some dim other than the last contiguously -- a
     transpose: split the loop after that dim, so both the transposed and the straight accesses walk memory
     contiguously along one axis of the tile (Inductor's ``select_tiling``). Not for symbolic sizes: whether a
-    tile pays off (and fits the grid) depends on the size."""
-    if is_symbolic(numel):
+    tile pays off (and fits the grid) depends on the size. Not for no elements either: ``(0, s1, 18)`` has a
+    ``numel`` of 0 but a symbolic row count, and a static ``(0, 20, 18)`` an ``outer`` of 0 to divide by (GPU
+    lowering fuzz --grad --zero: the graph ran eagerly)."""
+    if is_symbolic(numel) or numel == 0:
         return None
     first = fused.snodes[0]
     # a small broadcast operand (a bias, a per-channel scale) stays in cache whatever the order: only accesses to

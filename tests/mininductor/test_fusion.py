@@ -125,6 +125,20 @@ def test_transpose_gets_a_2d_tile(monkeypatch):
     check(lambda x: x.permute(2, 0, 1).contiguous() + 1, torch.randn(5, 18, 20), kernels=1)
 
 
+def test_a_transpose_of_no_elements_gets_no_tile(monkeypatch):
+    """A transposed read of a tensor with a dim of 0: the tile's row count was 0, a divisor (ZeroDivisionError),
+    and with ``dynamic=True`` symbolic in a kernel of 0 elements; the graph ran eagerly (GPU lowering fuzz --grad
+    --zero). Now such a kernel is not tiled: one symbolic compile, no eager fallback."""
+    monkeypatch.setattr(mininductor.config, "tile_in_interpreter", True)
+    fn = lambda x, y: (x.permute(0, 2, 1) + y).sin()
+    check(fn, torch.randn(0, 20, 18), torch.randn(0, 18, 20), kernels=1)
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n in (20, 24):
+        x, y = torch.randn(0, n, 18, device=DEVICE), torch.randn(0, 18, n, device=DEVICE)
+        assert_same(compiled(x, y), fn(x, y))
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks
+
+
 def test_reduction_over_dim0_fuses_with_its_pointwise_neighbours():
     # the pointwise loops are reordered so the reduced dim becomes the kernel's inner axis
     check(lambda x: torch.softmax(x, 0), torch.randn(4, 6, 9), kernels=1)
