@@ -231,6 +231,14 @@ register_lowering(aten.__lshift__)(make_pointwise_lowering("bitwise_left_shift")
 register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"))
 
 
+@register_lowering(aten.nextafter)
+def nextafter(a, b):
+    out, compute = _dtype_for((a, b), "default")
+    if out not in (torch.float32, torch.float64):  # eager refuses integers; fp16/bf16 bits: see ops.nextafter
+        raise NotImplementedError(f"nextafter of {out}")
+    return pointwise([a, b], ops.nextafter, out, compute)
+
+
 @register_lowering(aten.abs)
 def abs_(x):
     if x.get_dtype() == torch.bool:  # eager: '"abs_cpu" not implemented for 'Bool''; the fallback raises it

@@ -178,6 +178,23 @@ class TritonOverrides:
         scaled = e(f"tl.where({big} == 0, {small}, {big} * tl.sqrt(1.0 + {r} * {r}))")  # 0, or NaN
         return e(f"tl.where(({x} == float('inf')) | ({y} == float('inf')), float('inf'), {scaled})")
 
+    def nextafter(self, x: str, y: str) -> str:
+        """C's ``nextafter``: the next float after ``x`` toward ``y``, one step of ``x``'s bits (a float's bits are
+        sign and magnitude, so one up moves away from zero). ``x == y`` gives ``y`` (``nextafter(0.0, -0.0)`` is
+        -0.0); a zero gives the smallest denormal with ``y``'s sign; a NaN, NaN. Exact on both devices: integer
+        ops only. fp32 and fp64 (fp16/bf16 values live in fp32 registers: their lowering falls back)."""
+        dtype = self._result("float", x, y)
+        ints, tl_ints = (torch.int64, "tl.int64") if dtype == torch.float64 else (torch.int32, "tl.int32")
+        bits = self._emit(f"{x}.to({tl_ints}, bitcast=True)", ints)
+        away = self._emit(f"({y} > {x}) == ({x} > 0)", torch.bool)
+        floats = TL_DTYPE[dtype]
+        stepped = self._emit(f"tl.where({away}, {bits} + 1, {bits} - 1).to({floats}, bitcast=True)", dtype)
+        negative_tiny = -(2 ** 63 - 1) if dtype == torch.float64 else -(2 ** 31 - 1)  # sign bit and bit 0
+        tiny = self._emit(f"tl.where({y} > 0, 1, {negative_tiny}).to({tl_ints}).to({floats}, bitcast=True)", dtype)
+        e = lambda text: self._emit(text, dtype)
+        moved = e(f"tl.where({x} == 0, {tiny}, {stepped})")
+        return e(f"tl.where(({x} != {x}) | ({y} != {y}), {x} + {y}, tl.where({x} == {y}, {y}, {moved}))")
+
     def round(self, x: str) -> str:
         """Half to even, as eager's (rint).  ``floor(x + 0.5)`` is wrong where ``x + 0.5`` rounds: 0.49999997 gave
         1, the odd 8388609 gave 8388610 (past 2^23 every float is whole and ``x + 0.5`` a tie).  Here the

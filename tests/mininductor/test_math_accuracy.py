@@ -11,6 +11,26 @@ from .utils import DEVICE, check, compile_fn, cpu_only
 pytestmark = pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 
 
+def test_nextafter_steps_the_bits_exactly():
+    """``torch.nextafter`` fell back to ATen (the lowering fuzzer counted it in every mode). Now one step of the
+    float's bits, with C's edges: toward a smaller value from a negative number, from a zero to the smallest
+    denormal with the target's sign, to the largest float from infinity, ``x == y`` giving ``y`` (-0.0), and NaN.
+    Bit-equal for fp32 and fp64; fp16/bf16 still fall back (their bits live in fp32 registers)."""
+    for dtype in (torch.float32, torch.float64):
+        info = torch.finfo(dtype)
+        x = torch.tensor([0.0, -0.0, 1.0, -1.0, 1.0, float("inf"), -float("inf"), float("nan"), 1.0, 3.0, info.tiny,
+                          -info.tiny, info.max, 2.5, 0.0, info.smallest_normal / 2 ** 20], dtype=dtype)
+        y = torch.tensor([1.0, -1.0, 2.0, 0.0, 1.0, 0.0, float("inf"), 1.0, float("nan"), -5.0, 0.0, 0.0,
+                          float("inf"), 2.5, -0.0, 0.0], dtype=dtype)
+        x, y = torch.cat([x, torch.randn(256, dtype=dtype) * 10]), torch.cat([y, torch.randn(256, dtype=dtype) * 10])
+        compiled = check(torch.nextafter, x, y, atol=0, rtol=0, kernels=1, fallbacks=0)
+        ours, theirs = compiled(x.to(DEVICE), y.to(DEVICE)), torch.nextafter(x.to(DEVICE), y.to(DEVICE))
+        numbers = ~theirs.isnan()  # a NaN's sign is not compared: the fuzzer's docstring
+        assert torch.equal(ours.signbit()[numbers], theirs.signbit()[numbers])
+    h = torch.randn(64).half()
+    check(torch.nextafter, h, h.flip(0), atol=0, rtol=0, fallbacks=1)
+
+
 def test_signbit_of_negative_zero_and_nan():
     """``torch.signbit(-0.0)`` is True in eager; ours was ``x < 0``, False (program ``float_sign_nan``). The sign
     bit is read by a bitcast now, -NaN included."""
