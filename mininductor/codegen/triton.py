@@ -247,9 +247,26 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             text = f"tl.broadcast_to(tl.load({ptr} + ({idx})), {one})"
         else:
             text = f"tl.load({ptr} + ({idx}), {self._mask(idx, self.r_node)}, other=0{self._eviction(name, idx)})"
-        if compute_dtype(dtype) != dtype:
+        if dtype == torch.bfloat16 and self.interpret:  # [Note: bf16 bits under the interpreter]
+            text = f"(({text}).to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)"
+        elif compute_dtype(dtype) != dtype:
             text += ".to(tl.float32)"
         return self._emit(text, compute_dtype(dtype))
+
+    def _stored(self, value: str, dtype: torch.dtype) -> str:
+        """``value`` converted to the buffer's dtype for a store.
+
+        [Note: bf16 bits under the interpreter]  Triton's interpreter converts bf16 denormals wrongly both ways:
+        a load of -9.2e-41 gave -0.0 (so ``x < 0`` was False: lowering fuzz --dynamic, seed 2000907) and a store of
+        4.22e-39 read back as 5.14e-39. Its casts also truncate where a GPU rounds. So under the interpreter a bf16
+        value moves as bits: the top half of an fp32 (rounded to nearest even first, ``_round_bf16``), which is
+        what bf16 is. Compiled kernels keep Triton's casts, which the hardware does right."""
+        if self._dtype(value) == dtype:
+            return value
+        if dtype == torch.bfloat16 and self.interpret:  # a NaN keeps its sign and is quiet (a payload in the low
+            top = f"({value}.to(tl.int32, bitcast=True) >> 16)"  # half alone would read as inf), as a GPU's cast
+            return f"tl.where({value} != {value}, {top} | 0x40, {top}).to(tl.int16).to(tl.bfloat16, bitcast=True)"
+        return f"{value}.to({TL_DTYPE[dtype]})"
 
     def _eviction(self, name: str, idx: str) -> str:
         """An L2 hint for a reduction's row load, decided when the kernel is rendered (``_render``).
@@ -300,7 +317,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         if dtype == torch.bfloat16 and self.interpret and self._dtype(value) != dtype:
             value = self._round_bf16(value)
         ptr = self._arg(name, "out_ptr")
-        cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
+        cast = self._stored(value, dtype)
         mask = self._mask(idx, self.r_node)
         if mode == "atomic_add":  # several elements may land on one address: add atomically, never cache
             # The value is materialised at the pointer block's shape (adding zeros): compiled Triton broadcasts
@@ -322,7 +339,7 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             value = self._round_bf16(value)
             self._in_post = saved
         ptr = self._arg(name, "out_ptr")
-        cast = f"{value}.to({TL_DTYPE[dtype]})" if self._dtype(value) != dtype else value
+        cast = self._stored(value, dtype)
         target = self.section.post if self.section.kind == "loop" else self.lines
         target.append(_Store(name, f"tl.store({ptr} + ({idx}), {cast}, xmask)"))
         self.top.stores[(name, self._index(index))] = value

@@ -191,3 +191,15 @@ def test_fp64_hardsigmoid_takes_the_sixth_eager_takes():
     x = torch.tensor([3.0, 23.3, -2.0, 0.5, 1e-3, -3.0, 100.0, 2.9999], dtype=torch.float64)
     check(lambda x: (F.hardsigmoid(x), F.hardswish(x), F.hardsigmoid(x).rsqrt() < 1), x, atol=0, rtol=0,
           kernels=1, fallbacks=0)
+
+
+@cpu_only
+def test_bf16_denormals_load_and_store_exactly():
+    """[Note: bf16 bits under the interpreter]: Triton's interpreter loaded the bf16 -9.2e-41 as -0.0 (so ``x < 0``
+    was False: lowering fuzz --dynamic, seed 2000907) and stored 4.22e-39 as 5.14e-39. Bit-equal values now; a
+    reduction's store too. (Interpreter only: compiled kernels keep Triton's casts, and arithmetic on denormals
+    there is another question.)"""
+    b = torch.tensor([-9.183549615799121e-41, 4.224432823267596e-39, 1.0, -2.5, 3.0e38, -0.0]).bfloat16()
+    f = torch.tensor([4.224432823267596e-39, 9.18e-41, 5.14e-39, 1.00390625, -1e-40, 6e-39])
+    check(lambda b, f: (b.float() < 0, b.float() * 3, f.bfloat16(), (f * 2).bfloat16(), f.view(2, 3).sum(1).bfloat16()),
+          b, f, atol=0, rtol=0, fallbacks=0)
