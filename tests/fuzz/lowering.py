@@ -35,7 +35,10 @@ where its decomposition (ours and upstream's) computes in float32 and rounds onc
 add (one rounding) where the interpreter rounds twice, an ulp apart, which ``cos`` of a large value, a
 ``remainder`` or ``logit``'s pole at 1 amplifies (seeds 925493, 925562, 941283 of --int); the interpreter's
 fp32 ``exp2`` (NumPy's) is 0 below 2^-149.5, where eager rounds to the smallest denormal, which a ``log2`` after it
-shows as -inf against -149 (seed 1600052). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
+shows as -inf against -149 (seed 1600052); a ``prod`` whose row both overflows and underflows is inf, 0 or NaN
+depending on the order of its products, which differs from eager's vectorised order (seed 2201679 of --zero
+--int); eager's fp32 ``expm1(-17)`` is -1.0 where the correctly rounded answer, ours, is -0.99999994, which an
+``asin`` after it turns into -pi/2 against -1.57045 (seed 2205897 of --zero --int). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
 and ``cumprod`` round every partial sum (product) to the tensor's type in its parallel scan's order, where ours
 computes in fp32 and rounds each output once (seeds 1400406, 1400955, 1412646 of the twenty-third session; ours is
 the closer to float64); its ``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
