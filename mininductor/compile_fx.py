@@ -27,7 +27,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
@@ -211,10 +211,15 @@ def compile_fx_symbolic(gm: torch.fx.GraphModule, example_inputs: list) -> Calla
 
 
 def _symbolic_input(fake) -> bool:
-    """What a symbolic compile takes as an input: a fake tensor, an int input that is a symbol of its own, or an
-    int the frame specialised (a constant)."""
+    """What a symbolic compile takes as an input: a fake tensor, an int input that is a symbol of its own, an int
+    the frame specialised (a constant), or an int the trace found equal to an expression of other sizes.
+
+    [Note: an int input equal to sizes]  ``x.reshape(n, -1)`` with ``n == x.numel()`` teaches the ShapeEnv that
+    the second dim is 1 and so replaces ``n``'s symbol by ``s31*s46``: the input's example value is that
+    expression, which the frame's guards check at every call. ``call`` needs nothing from the input then (the
+    sizes are read from the tensors); it was refused, and such graphs compiled once per shape."""
     if isinstance(fake, torch.SymInt):
-        return _is_size_symbol(fake) or fake.node.expr.is_number
+        return _is_size_symbol(fake) or fake.node.expr.is_number or not free_unbacked_symbols(fake)
     return isinstance(fake, (torch.Tensor, int))
 
 

@@ -323,7 +323,8 @@ class GraphLowering(torch.fx.Interpreter):
             expr = example.node.expr
             if expr.is_number:  # an int the frame specialised (0 and 1 are): a constant, as below
                 return int(expr)
-            self.size_sources.setdefault(expr, (name, None, None, name))
+            if isinstance(expr, sympy.Symbol):  # else sizes read elsewhere: [Note: an int input equal to sizes]
+                self.size_sources.setdefault(expr, (name, None, None, name))
             return expr
         if not isinstance(example, torch.Tensor):
             self.graph_input_names.append(name)  # passed to call() like any input, used as a constant

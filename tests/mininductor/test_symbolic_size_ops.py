@@ -441,3 +441,24 @@ def test_a_broadcast_against_a_floor_of_a_size_the_guards_pin_to_one():
         assert_same(x.grad, x_ref.grad)
     assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_an_int_input_equal_to_sizes_compiles_symbolically():
+    """[Note: an int input equal to sizes]: ``x.reshape(n, -1)`` with ``n == x.numel()`` makes the ShapeEnv replace
+    ``n``'s symbol by ``s31*s46``; that placeholder was refused ("a placeholder without a fake tensor or a symbolic
+    int") and the graph compiled once per shape (lowering fuzz --grad --int --dynamic, seed 2300251). Now one
+    symbolic compile serves every shape, in training; an ``n`` that is not the numel is another graph."""
+    def fn(x, n):
+        return x.reshape(n, -1).sin() * 2, x + 1
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for shape in ((3, 2), (4, 5), (2, 7)):
+        (x,), (x_ref,) = leaves(torch.randn(*shape, dtype=torch.float64, device=DEVICE))
+        out, ref = compiled(x, x.numel()), fn(x_ref, x_ref.numel())
+        (out[0].sum() + out[1].sum()).backward()
+        (ref[0].sum() + ref[1].sum()).backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
+    x = torch.randn(3, 4, device=DEVICE)
+    assert_same(compiled(x, 6), fn(x, 6))
