@@ -49,14 +49,16 @@ def _sym_float(x):
 def float_size(val):
     """A ``SymFloat`` computed from sizes (``1.0 / x.shape[0]``): the ShapeEnv's own expression for it, over the
     same symbols as our sizes, for a kernel to compute in float64 ([Note: float sizes] in indexing.py).  Only
-    ``+ - *``, ``/`` and int -> float conversions are printed; anything else is refused."""
+    ``+ - *``, ``/``, int -> float conversions and the ``min``/``max`` of sizes (the length of a diagonal, whose
+    ``var`` divides by it) are printed; anything else is refused."""
     expr = decide_min_max(val.node.expr)  # ``max(1, n // 2)`` is ``n // 2``: a size symbol is at least 2
     if expr.is_number:
         return float(expr)
     allowed = (sympy.Symbol, sympy.Number, sympy.Add, sympy.Mul, sympy.Pow)
     for e in sympy.preorder_traversal(expr):
         name = type(e).__name__
-        if not (isinstance(e, allowed) or name in FLOAT_SIZE_FUNCTIONS or name == "FloorDiv") or \
+        if not (isinstance(e, allowed) or name in FLOAT_SIZE_FUNCTIONS or name == "FloorDiv" or
+                name in ("Min", "Max") and e.is_integer) or \
                 isinstance(e, sympy.Pow) and not (e.exp.is_Integer and e.exp > 0):
             raise NotImplementedError(f"symbolic compile: the float size {expr} ({name})")
     return expr

@@ -462,3 +462,22 @@ def test_an_int_input_equal_to_sizes_compiles_symbolically():
     assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
     x = torch.randn(3, 4, device=DEVICE)
     assert_same(compiled(x, 6), fn(x, 6))
+
+
+def test_a_float_size_through_min_compiles_symbolically():
+    """``torch.diag(x).var()`` divides by ``min(rows, cols) - 1``, a float size ``ToFloat(Min(s13, s31))`` the
+    symbolic compile refused ("the float size ... (Min)"): one compile per shape (lowering fuzz --grad --zero
+    --dynamic, seed 2400751). ``Min``/``Max`` of sizes print as ``min``/``tl.minimum`` like any size now; values
+    and gradients, one symbolic compile for four shapes."""
+    def fn(x):
+        return torch.diag(x).var().cos(), torch.diag(x, 1).mean()
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for shape in ((5, 8), (9, 4), (6, 6), (3, 7)):
+        (x,), (x_ref,) = leaves(torch.randn(*shape, dtype=torch.float64, device=DEVICE))
+        out, ref = compiled(x), fn(x_ref)
+        (out[0] + out[1]).backward()
+        (ref[0] + ref[1]).backward()
+        assert_same((out, x.grad), (ref, x_ref.grad))
+    assert metrics.symbolic_compiles == 1 and not metrics.symbolic_fallbacks and metrics.fallback_count == 0
