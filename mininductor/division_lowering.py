@@ -185,7 +185,7 @@ def _float_floor_divide(a, b, out: torch.dtype, compute: torch.dtype) -> TensorB
     fp16/bf16 the two kernels round different steps to the low-precision type (measured over 1M pairs per case):
 
     * CUDA runs the steps in fp32 but stores the floor, and the floor plus one, in the tensor's type.  A scalar
-      divisor is applied as a multiplication by its fp32 reciprocal.
+      divisor (``_scalar_divisor``) is applied as a multiplication by its fp32 (fp64) reciprocal.
     * The CPU's vectorised kernel computes in the tensor's type: every step rounds.  A scalar divisor takes
       another path, in fp32 throughout.
 
