@@ -32,7 +32,8 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 from . import async_compile, config, fx_graph_cache, ir, metrics
 from .codegen.wrapper import WrapperCodeGen
 from .cudagraphs import CudaGraphRunner, is_static_input
-from .decomposition import EagerFunctions, select_decomp_table
+from .decomposition import select_decomp_table
+from .eager_functions import EagerFunctions
 from .graph import GraphLowering
 from .runtime import load_module, unflattener
 from .scheduler import Scheduler

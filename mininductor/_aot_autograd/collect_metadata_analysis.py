@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 
-from mininductor.decomposition import EagerFunctions
+from mininductor.eager_functions import EagerFunctions
 
 from .functional_utils import _wrap_inputs, from_fun
 from .schemas import ViewAndMutationMeta

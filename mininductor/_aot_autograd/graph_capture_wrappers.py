@@ -24,7 +24,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.functional_tensor import FunctionalTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from mininductor.decomposition import EagerFunctions
+from mininductor.eager_functions import EagerFunctions
 
 from .functional_utils import _grad_clone, _wrap_inputs, from_fun, to_fun
 from .schemas import ViewAndMutationMeta
