@@ -1,5 +1,6 @@
 """The backend end to end: ``torch.compile(fn, backend=compile_fx)``, input mutation, fallbacks (counted, never an
 error), extern matmuls, the debug_dir artifacts, the output code's shape (kernel names, memory reuse)."""
+import functools
 import importlib
 import os
 import types
@@ -66,6 +67,31 @@ def test_extern_matmuls():
     check(lambda a, b, bias: (torch.bmm(a, b) + bias, torch.baddbmm(bias, a, b), a[0] @ b[0], a[0] @ b[0, :, 0]),
           a, b, bias, atol=1e-5, rtol=1e-5)
     assert metrics.extern_call_count >= 3
+
+
+def _gelu_of_baddbmm(a, b, bias, beta):
+    return F.gelu(torch.baddbmm(bias, a, b, beta=beta))
+
+
+def test_baddbmm_is_a_bmm_whose_bias_add_fuses_into_the_next_kernel():
+    """[Note: baddbmm as bmm and an add]: in fp32 the bias add joins the GELU's kernel and cuBLAS runs a plain bmm;
+    in bf16 (where it would round twice) and with beta != 1 the extern baddbmm stays. Gradients as eager's."""
+    a, b, bias = torch.randn(4, 3, 8), torch.randn(4, 8, 16), torch.randn(4, 1, 16)
+    compiled = check(lambda a, b, bias: F.gelu(torch.baddbmm(bias, a, b)), a, b, bias, kernels=1, externs=1)
+    assert "aten.bmm.default" in compiled.source and "aten.baddbmm" not in compiled.source
+    for args, beta in (((a.bfloat16(), b.bfloat16(), bias.bfloat16()), 1), ((a, b, bias), 0.5)):
+        compiled = check(functools.partial(_gelu_of_baddbmm, beta=beta), *args, atol=1e-2, rtol=1e-2, kernels=1,
+                         externs=1)
+        assert "aten.baddbmm.default" in compiled.source
+
+    def loss(a, b, bias):
+        return F.gelu(torch.baddbmm(bias, a, b)).square().sum()
+    leaves = [t.to(DEVICE).requires_grad_() for t in (a, b, bias)]
+    twins = [t.detach().clone().requires_grad_() for t in leaves]
+    loss(*leaves).backward()
+    _dynamo(loss)(*twins).backward()
+    for mine, theirs in zip(twins, leaves):
+        assert_same(mine.grad, theirs.grad, 1e-5, 1e-5)
 
 
 def test_transposed_operand_reaches_extern_without_copy():
