@@ -12,9 +12,10 @@ Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (ab
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
 ``--dynamic`` programs). Each seed is a program: one to three inputs (float16/bfloat16/float32/float64, integers,
 bool; broadcast, column-major, with gaps, sometimes holding NaN, infinities and signed zeros) and one to six steps
-drawn from unary, binary, reduction, scan, view and pooling ops. A program eager refuses is skipped; every other one
-must give eager's results. A mismatch or an error is printed with its seed and steps; rerun one seed with ``SEED 1``
-to look at it. The last line counts programs and the ATen ops that fell back (no lowering: correct, but not
+drawn from unary, binary, reduction, scan, view and pooling ops, and library matmuls (``x @ x.T``, ``addmm``,
+``baddbmm`` with a broadcast bias, on transposed and strided operands). A program eager refuses is skipped; every
+other one must give eager's results. A mismatch or an error is printed with its seed and steps; rerun one seed with
+``SEED 1`` to look at it. The last line counts programs and the ATen ops that fell back (no lowering: correct, but not
 compiled).
 
 Known differences that are not bugs (left out of the op lists, or reported as a mismatch to be read): the sign bit
@@ -72,13 +73,13 @@ UNARY = ["sin", "cos", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", 
 BINARY = ["add", "sub", "mul", "div", "div_floor", "div_trunc", "remainder", "fmod", "pow", "maximum", "minimum",
           "fmax", "fmin", "atan2", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "hypot", "where", "lerp", "xlogy", "lshift",
-          "rshift", "clamp_t", "addcmul", "nextafter", "heaviside"]
+          "rshift", "clamp_t", "addcmul", "nextafter", "heaviside", "matmul_bt"]
 REDUCTIONS = ["sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", "std", "logsumexp", "softmax",
               "log_softmax", "any", "all", "max_dim", "min_dim", "norm", "cumsum", "cumprod", "sum_dtype",
               "count_nonzero", "aminmax", "nansum", "var_mean"]
 VIEWS = ["t", "slice", "unsqueeze", "expand", "flip", "permute", "reshape", "cat", "stack", "narrow", "select",
          "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather", "maxpool", "avgpool",
-         "adaptive_max", "adaptive_avg"]
+         "adaptive_max", "adaptive_avg", "gram", "gram_t", "baddbmm"]
 # Ops without a derivative, or whose derivative is not defined where random inputs land (kinks, poles, domains):
 # the --grad programs leave them out.
 NOT_DIFFERENTIABLE = {
@@ -111,6 +112,7 @@ def binary(name: str, a, b) -> torch.Tensor:
         "rshift": lambda: a >> b,
         "clamp_t": lambda: torch.clamp(a, min=b),
         "addcmul": lambda: torch.addcmul(a, a, b, value=0.5),
+        "matmul_bt": lambda: a @ (b.transpose(-1, -2) if b.dim() >= 2 else b),
     }
     return special[name]() if name in special else getattr(torch, name)(a, b)
 
@@ -162,8 +164,21 @@ def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
         # output sizes from r: uneven windows, and outputs larger than the input
         "adaptive_max": lambda: F.adaptive_max_pool2d(x, (1 + r % 4, 2 + r % 7)) if x.dim() == 3 else x,
         "adaptive_avg": lambda: F.adaptive_avg_pool2d(x, (2 + r % 5, 1 + r % 3)) if x.dim() == 3 else x,
+        # library calls (mm, bmm, dot, addmm, baddbmm) on transposed and strided operands
+        "gram": lambda: x @ x.transpose(-1, -2) if x.dim() >= 2 else x @ x,
+        "gram_t": lambda: x.transpose(-1, -2) @ x if x.dim() >= 2 else x @ x,
+        "baddbmm": lambda: _biased_product(x, r),
     }
     return views[name]()
+
+
+def _biased_product(x: torch.Tensor, r: int) -> torch.Tensor:
+    """``bias + x @ x^T`` (``baddbmm`` for 3 dims, ``addmm`` for 2), the bias one column of ``x``, broadcast."""
+    if x.dim() not in (2, 3) or x.shape[-1] == 0:
+        return x
+    beta, alpha = (1, 1) if r % 3 else (0.5, 2)
+    op = torch.baddbmm if x.dim() == 3 else torch.addmm
+    return op(x[..., :1], x, x.transpose(-1, -2), beta=beta, alpha=alpha)
 
 
 # Views sized by the program's int input ``n`` (``--int``): slices, pads, fills and reshapes that take it as a size.
