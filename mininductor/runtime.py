@@ -45,6 +45,23 @@ empty_strided_cuda = getattr(torch._C._dynamo.guards, "_empty_strided_cuda", Non
 current_cuda_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
+def _cuda_option_exists(name: str) -> bool:
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return False
+    return name in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
+# [Note: denormals in libdevice]  Triton links CUDA's libdevice with nvvm-reflect's flush-to-zero flag on
+# (``enable_reflect_ftz``, True by default), so ``erfcf``, ``tanhf``, ``expm1f``... flush denormal arguments and
+# results to zero. Eager's CUDA kernels, built by nvcc without ``--ftz``, keep them: ``erfc(10.)`` is 1.4e-45
+# there and was 0 in our kernels, and an ``xlogy`` after it turned that into -inf against 0 (GPU lowering fuzz
+# --zero, seed 5504346, twenty-fourth session); ``tanh(1e-40)`` is 1e-40, not 0. So every GPU kernel compiles
+# with the flag off, where this Triton has it. The interpreter computes with NumPy, which keeps denormals.
+KEEP_DENORMALS: dict = {"enable_reflect_ftz": False} if _cuda_option_exists("enable_reflect_ftz") else {}
+
+
 def reinterpret_tensor(tensor, size, stride, offset):
     """A strided view ``offset`` elements past ``tensor``'s first element (not its storage's)."""
     return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
@@ -265,7 +282,7 @@ class KernelLauncher:
         configs = candidate_configs(self.kind, self.xnumel, self.rnumel, self.hint, self.interpret)
         if self.interpret:  # compile options: the interpreter has no contraction to turn off, no asserts to keep
             return configs
-        options = {} if self.fp_fusion else {"enable_fp_fusion": False}
+        options = dict(KEEP_DENORMALS) if self.fp_fusion else {**KEEP_DENORMALS, "enable_fp_fusion": False}
         if self.device_asserts:
             # debug=True keeps tl.device_assert; Triton's debug mode would also trap integer overflow, which eager
             # lets wrap around: sanitize_overflow=False leaves integer arithmetic as it was

@@ -8,6 +8,7 @@ import triton
 
 import minidynamo
 from mininductor import metrics
+from mininductor.runtime import KEEP_DENORMALS, KernelLauncher
 
 from .utils import DEVICE, check, compile_fn, cpu_only, leaves
 
@@ -32,6 +33,23 @@ def test_erfc_keeps_its_digits_in_the_tail():
     torch.erfc(theirs * 1.5).sum().backward()
     assert torch.allclose(ours.grad, theirs.grad, rtol=1e-10, atol=1e-300)
     assert metrics.fallback_count == 0 and metrics.generated_kernel_count >= 2  # the forward's and the backward's
+
+
+def test_libdevice_functions_keep_denormals_as_eager_does():
+    """[Note: denormals in libdevice]: Triton links libdevice with flush-to-zero on, so on the GPU ``erfc(10.)``, a
+    denormal 1.4e-45 in eager's kernel, was 0 and its ``log`` -inf against -103.28 (GPU lowering fuzz --zero, seed
+    5504346, where an ``xlogy`` turned it into -inf against 0); ``tanh``, ``expm1``, ``sinh``, ``log1p`` and
+    ``asinh`` of 1e-40 were 0, so ``op(x) / x`` was 0 against 1. GPU kernels now compile with
+    ``enable_reflect_ftz=False``; the interpreter keeps denormals as NumPy does."""
+    x = torch.tensor([10.0, 10.2, 9.0, 1e-40, -1e-40, 3e-39])
+
+    def ratios(x):
+        tiny = x[3:]
+        return (torch.erfc(x[:3]).log(), *(op(tiny) / tiny for op in (torch.tanh, torch.expm1, torch.sinh,
+                                                                      torch.log1p, torch.asinh)))
+    check(ratios, x, atol=0, rtol=1e-6, kernels=1, fallbacks=0)
+    gpu_configs = KernelLauncher(None, "poi", 6, 1, "cuda").configs  # configs only: nothing is launched
+    assert all(cfg.get("enable_reflect_ftz") is False for cfg in gpu_configs) == bool(KEEP_DENORMALS)
 
 
 def test_nextafter_steps_the_bits_exactly():
