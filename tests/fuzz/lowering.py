@@ -7,6 +7,7 @@
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --grad --dynamic  # training, dynamic=True
     python tests/fuzz/lowering.py SEED COUNT --device cuda  # any mode, on a GPU: real Triton kernels vs eager CUDA
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic --int  # an int input used as a size (any mode)
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --matmul  # mostly library matmuls (any mode)
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (about 0.1 s a program on a CPU,
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
@@ -223,9 +224,16 @@ def make_input(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torc
     return t
 
 
-def generate(seed: int, grad: bool, zero: bool, ints: bool = False) -> tuple[list, list[tuple]]:
+# ``--matmul``: the library matmuls drawn far more often (and views that transpose and slice their operands)
+MATMUL_VIEWS = ["gram", "gram_t", "baddbmm"] * 2 + ["t", "slice", "permute", "expand", "select", "narrow"]
+MATMUL_BINARY = BINARY + ["matmul_bt"] * 8
+
+
+def generate(seed: int, grad: bool, zero: bool, ints: bool = False, matmul: bool = False) -> tuple[list, list[tuple]]:
     """A program: its inputs and its steps (each names an op and which earlier values it reads). With ``ints``
-    the last input is an int ``n`` that some steps use as a size (``INT_VIEWS``)."""
+    the last input is an int ``n`` that some steps use as a size (``INT_VIEWS``); with ``matmul``, the steps are
+    mostly library matmuls and views (``MATMUL_VIEWS``, ``MATMUL_BINARY``)."""
+    views, binaries = (MATMUL_VIEWS, MATMUL_BINARY) if matmul else (VIEWS, BINARY)
     rng = random.Random(seed)
     torch.manual_seed(seed)  # the inputs' values too: a seed replays alone (``SEED 1``) as it ran in a batch
     ndim = rng.choice([1, 2, 2, 3])
@@ -246,7 +254,7 @@ def generate(seed: int, grad: bool, zero: bool, ints: bool = False) -> tuple[lis
             steps.append(("unary", rng.choice(allowed(UNARY)), rng.randrange(100)))
         elif r < 0.7:
             scalar = rng.choice([2, -3, 0.5, -1.5, 7] + ([] if grad else [0]))
-            steps.append(("binary", rng.choice(allowed(BINARY)), rng.randrange(100), rng.randrange(100),
+            steps.append(("binary", rng.choice(allowed(binaries)), rng.randrange(100), rng.randrange(100),
                           rng.random() < 0.2, scalar))
         elif r < 0.85:
             steps.append(("reduction", rng.choice(allowed(REDUCTIONS)), rng.randrange(100), rng.randrange(4),
@@ -254,7 +262,7 @@ def generate(seed: int, grad: bool, zero: bool, ints: bool = False) -> tuple[lis
         elif ints and rng.random() < 0.6:
             steps.append(("int", rng.choice(INT_VIEWS), rng.randrange(100)))
         else:
-            steps.append(("view", rng.choice(allowed(VIEWS)), rng.randrange(100), rng.randrange(1000)))
+            steps.append(("view", rng.choice(allowed(views)), rng.randrange(100), rng.randrange(1000)))
     if ints:
         inputs.append(rng.randint(1, 6))
     return inputs, steps
@@ -389,6 +397,7 @@ def main() -> None:
     parser.add_argument("--dynamic", action="store_true", help="dynamic=True at two shapes (with --grad: training)")
     parser.add_argument("--int", action="store_true", help="an int input n that some steps use as a size")
     parser.add_argument("--device", default="cpu", help="where inputs live: cuda compiles real Triton kernels")
+    parser.add_argument("--matmul", action="store_true", help="mostly library matmuls (mm, bmm, addmm, baddbmm)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     counts = {"ok": 0, "skipped": 0, "bad": 0}
@@ -403,7 +412,7 @@ def main() -> None:
 
 def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
     """Generate, compile and check one program; count its verdict and its fallbacks, print it if it differs."""
-    inputs, steps = generate(seed, args.grad, args.zero, args.int)
+    inputs, steps = generate(seed, args.grad, args.zero, args.int, getattr(args, "matmul", False))
     inputs = [a.to(args.device) if isinstance(a, torch.Tensor) else a for a in inputs]
     metrics.reset()
     if args.grad:

@@ -116,7 +116,9 @@ def test_memory_planning_frees_and_reuses():
         b = (x + a).sum(1)
         c = (x - b[:, None]).sum(0)
         return (x * c).sum(1)
-    compiled = check(fn, torch.randn(16, 8), atol=1e-4, rtol=1e-5)
+    # sums of sums: the last one cancels terms of a few hundred, whose fp32 rounding is 1e-5 each; over 300 inputs
+    # fp32 was up to 1.1e-3 from fp64, and eager's order and ours can each be that far (1.2e-4 failed atol=1e-4)
+    compiled = check(fn, torch.randn(16, 8), atol=5e-3, rtol=1e-4)
     assert "# reuse" in compiled.source or "del buf" in compiled.source
 
 
