@@ -148,7 +148,13 @@ class TritonOverrides:
         The formula amplifies log's rounding by |b log a| (71 ulp at 1.4e7 ** 5), so fp32 (and fp16/bf16, in fp32
         registers) computes it in fp64 and rounds once.  Then: a negative base (or -0.0) takes the sign of an odd
         integer b (pow(-0.0, -1) is -inf) and is NaN for a fractional one, except -inf (pow(-inf, 0.5) is inf);
-        1 for b == 0, for a == 1 (even when b is NaN) and for a == -1 with b = +-inf."""
+        1 for b == 0, for a == 1 (even when b is NaN) and for a == -1 with b = +-inf.
+
+        [Note: a power of one]  The formula is about |b log a| ulp off in fp64, even for b = 1: ``pow(106.54,
+        1.0)`` came out one ulp above 106.54, where eager returns its argument (CPU lowering fuzz --int --matmul,
+        seed 5907464, whose exponent is a ``tanh`` that rounds to exactly 1). So b = 1 gives ``a``. Other
+        exponents have no bit-equal answer to take: eager's vectorised pow (SLEEF, 1 ulp) differs from the
+        correctly rounded ``1 / a``, ``a * a`` and ``sqrt(a)`` in 1-2% of elements for -1, 2 and 0.5."""
         if not self.interpret:  # [Note: libdevice on the GPU]
             return self._libdevice("pow", a, b)
         dtype = self._result("float", a, b)
@@ -162,7 +168,7 @@ class TritonOverrides:
         signed = e(f"tl.where({negative} & {odd}, -{magnitude}, {magnitude})")
         fractional = e(f"tl.where(({x} < 0) & ({x} != float('-inf')) & ~{is_int}, float('nan'), {signed})")
         one = self._emit(f"({y} == 0) | ({x} == 1) | (({x} == -1) & (tl.abs({y}) == float('inf')))", torch.bool)
-        result = e(f"tl.where({one}, 1.0, {fractional})")
+        result = e(f"tl.where({one}, 1.0, tl.where({y} == 1.0, {x}, {fractional}))")
         return result if dtype == torch.float64 else self._emit(f"{result}.to({TL_DTYPE[dtype]})", dtype)
 
     def hypot(self, a: str, b: str) -> str:

@@ -92,6 +92,17 @@ def test_pow_special_cases_follow_c():
     check(lambda a, b: (torch.pow(a, b), torch.pow(a.double(), b.double())), a, b, kernels=1, fallbacks=0)
 
 
+def test_pow_by_one_is_the_base_bit_for_bit():
+    """[Note: a power of one]: with a tensor exponent, ``pow(106.54, 1.0)`` was one ulp off in fp64 (exp of
+    ``b * log(a)``), where eager returns ``a``; the exponent was a ``tanh`` that rounds to exactly 1 (CPU lowering
+    fuzz --int --matmul, seed 5907464). Signed zeros, infinities and NaN too."""
+    a = torch.cat([torch.randn(64, dtype=torch.float64) * 100,
+                   torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-300, 3e300])])
+    b = torch.ones_like(a)
+    check(lambda a, b: (torch.pow(a, b), torch.pow(a.float(), b.float()), torch.pow(a, torch.tanh(a * 0 + 40))), a,
+          b, atol=0, rtol=0, kernels=1, fallbacks=0)
+
+
 def test_pow_and_hypot_at_the_edges_of_the_range():
     """``pow(-inf, 0.5)`` is inf in eager, ours NaN; ``1.4e7 ** 5.0`` (a tensor exponent) was 71 ulp off (exp of
     b*log(a) in fp32); ``hypot(1e20, 1)`` overflowed to inf (``sqrt(a*a + b*b)``); ``hypot(nan, 0)`` is NaN
