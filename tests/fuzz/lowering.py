@@ -42,7 +42,11 @@ depending on the order of its products, which differs from eager's vectorised or
 --int); eager's fp32 ``expm1(-17)`` is -1.0 where the correctly rounded answer, ours, is -0.99999994, which an
 ``asin`` after it turns into -pi/2 against -1.57045 (seed 2205897 of --zero --int); the ``var`` of fp64 values
 that differ by a few ulp of their mean (1.87e16, whose ulp is 4) is noise of about ulp^2 in any order of
-operations: exactly 1.75, eager's 2.0, our Welford combine's 14.0 (seed 2300270 of --grad --int --dynamic). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
+operations: exactly 1.75, eager's 2.0, our Welford combine's 14.0 (seed 2300270 of --grad --int --dynamic); eager's
+fp64 ``tanh(-19.04)`` is -0.9999999999999999 where the correctly rounded answer (ours) is -1, so a negative base
+raised to it is NaN in eager and ``1 / x`` in ours (seed 5907464 of --int --matmul); a bf16 CPU matmul of inputs
+holding NaN is NaN at two more outputs in ours than in eager's, the same ATen op called with other strides (seed
+5902469 of --int --matmul). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
 and ``cumprod`` round every partial sum (product) to the tensor's type in its parallel scan's order, where ours
 computes in fp32 and rounds each output once (seeds 1400406, 1400955, 1412646 of the twenty-third session; ours is
 the closer to float64); its ``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
