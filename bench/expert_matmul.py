@@ -15,8 +15,9 @@ in fp32, and the floor is that read at the bandwidth of ``w.sum()``, printed fir
   loaded before the current one is used;
 * ``tf32x3`` (fp32) / ``dot`` (bf16): the same loop through ``tl.dot`` with the rows padded to 16, which Triton
   software-pipelines. ``tf32x3`` splits each fp32 operand into two TF32 halves and sums three tensor-core products:
-  about fp32's accuracy on finite values, but ``inf - inf`` in the split turns an infinite input into NaN where
-  eager returns inf, which is why mininductor does not use it.
+  about fp32's accuracy, and eager's infinities and NaN (Triton drops the NaN an infinite input's split makes).
+  Since the twenty-fifth session mininductor runs this loop, ``mininductor/matmul_template.py``, where its first
+  call finds it faster than cuBLAS ([Note: tf32x3 for skinny fp32 matmuls]).
 
 ``--sweep`` tries block shapes, warps and pipeline depths for the two Triton kernels (a few minutes); without it,
 the best configurations the twenty-fourth session found on an H200 run. Recorded in docs/benchmarks.md.

@@ -52,6 +52,13 @@ welford_looped: bool = True
 # when a chain ends in an fp32 cast (``(x.bfloat16() + 1).float()``). Costs a cast per op, fp16/bf16 only.
 emulate_precision_casts: bool = True
 
+# Skinny fp32 matmuls on the GPU (bmm/mm, at most 16 rows per batch, static sizes): "auto" times cuBLAS against a
+# Triton tf32x3 template on the first call and keeps the faster ([Note: tf32x3 for skinny fp32 matmuls] in
+# matmul_template.py); "never" keeps cuBLAS; "always" runs the template without timing, on the CPU too (tests).
+matmul_template: str = os.environ.get("MINICOMPILE_MATMUL_TEMPLATE", "auto")
+# ... "auto" only where the second operand holds at least this many bytes (a read of ~5 us or more on an H200)
+matmul_template_min_bytes: int = 16 << 20
+
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False
 

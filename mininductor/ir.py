@@ -293,6 +293,7 @@ class ExternKernel(Buffer):
         self.kernel, self.inputs = kernel, list(inputs)
         self.constant_args, self.kwargs = tuple(constant_args), dict(kwargs or {})
         self.origins = set(origins or ())
+        self.template = False  # a skinny fp32 matmul the wrapper runs through a MatmulChoice (matmul_template.py)
 
     def input_names(self) -> list[str]:
         return [x.get_name() if isinstance(x, Buffer) else x.data.get_name() for x in self.inputs]

@@ -21,6 +21,9 @@ generated_kernel_count: int = 0
 fallback_count: int = 0
 extern_call_count: int = 0
 num_bytes_accessed: int = 0
+# Of the extern calls, the skinny fp32 matmuls whose first call times cuBLAS against our Triton template
+# (matmul_template.py): still counted as extern calls, since either may run.
+matmul_choices: int = 0
 # Static compiles made for a symbolic-size graph, one per concrete shape met, when the symbolic compile
 # could not serve it (specialize.py); ``symbolic_compiles`` counts graphs compiled once for every size, and
 # ``symbolic_fallbacks`` says why each symbolic graph fell back to per-shape compiles.  ``size_guards`` lists
@@ -72,7 +75,9 @@ def reset() -> None:
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
     global symbolic_compiles, fx_graph_cache_hits, compile_worker_jobs, compile_worker_failures
     global cudagraph_input_copies, static_launcher_kernels, triton_launcher_kernels
+    global matmul_choices
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
+    matmul_choices = 0
     symbolic_compiles = fx_graph_cache_hits = compile_worker_jobs = compile_worker_failures = 0
     cudagraph_input_copies = static_launcher_kernels = triton_launcher_kernels = 0
     compile_worker_errors.clear()

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
-from . import config, ir
+from . import config, ir, matmul_template
 from .dependencies import extract_read_writes
 from .indexing import as_size, is_symbolic, linear_stride, product, split_flat, sym
 from .ir import Reduction, TensorBox
@@ -462,21 +462,26 @@ def realize_input(x) -> ir.IRNode:
     return x
 
 
-def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False) -> TensorBox:
-    """An ``ExternKernel`` (counted as an extern call) whose output layout is what eager would produce."""
+def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False, template: bool = False) -> TensorBox:
+    """An ``ExternKernel`` (counted as an extern call) whose output layout is what eager would produce;
+    ``template``: a matmul the wrapper runs through a ``MatmulChoice`` (matmul_template.py)."""
     val = meta_val()
     inputs = [realize_input(a) if isinstance(a, ir.IRNode) else a for a in args]
     layout = ir.FixedLayout(val.device, val.dtype, [as_size(s) for s in val.shape],
                             [as_size(s) for s in val.stride()], 0)  # [Note: offsets]
     node = ir.ExternKernel(layout, kernel, [i for i in inputs if isinstance(i, ir.IRNode)],
                            kwargs=kwargs or {}, origins={V.graph.current_node})
-    node.args = inputs
+    node.args, node.template = inputs, template
     node.name = V.graph.register_buffer(node)
     return TensorBox(ir.StorageBox(node))
 
 
 def _extern_lowering(op) -> callable:
-    return lambda *args, **kwargs: make_extern(f"torch.ops.{op}", args, kwargs)
+    def lower(*args, **kwargs):
+        template = op._opname in ("bmm", "mm") and not kwargs and \
+            matmul_template.use_template(op._opname, *args, device_of(args))
+        return make_extern(f"torch.ops.{op}", args, kwargs, template=template)
+    return lower
 
 
 for _op in (aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,

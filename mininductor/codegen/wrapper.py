@@ -31,7 +31,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 
-from .. import config, ir, metrics
+from .. import config, ir, matmul_template, metrics
 from ..compile_worker import WRAPPER_MARKER
 from ..indexing import is_symbolic, size_hint, texpr
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode, Scheduler
@@ -235,6 +235,10 @@ class WrapperCodeGen:
     def generate(self) -> str:
         sources = self.codegen_kernels()
         launchers = [self._launcher_line(k) for k in self.kernels]
+        choices = self._matmul_choices()
+        if choices:
+            sources.append(matmul_template.TEMPLATE_SOURCE)
+            launchers += ["from mininductor.matmul_template import MatmulChoice", *choices]
         body = self._call_body()
         return header_for(sources) + "".join(sources) + WRAPPER_IMPORTS + "\n".join(launchers) + "\n\n\n" + body
 
@@ -250,6 +254,20 @@ class WrapperCodeGen:
         if twin is None:
             return line
         return "\n".join([line, self._launcher_line(twin), f"{k.name} = ReductionKindChoice({k.name}, {twin.name})"])
+
+    def _matmul_choices(self) -> list[str]:
+        """``matmul_choice_N = MatmulChoice(...)`` for each matmul lowered with ``template=True``, which ``call``
+        runs as ``bufK = matmul_choice_N.run(a, b)``: cuBLAS or the template, the first call times them."""
+        lines = []
+        for node in self.scheduler.nodes:
+            buf = node.node if isinstance(node, ExternKernelSchedulerNode) else None
+            if getattr(buf, "template", False):  # not MultiOutput (a fallback's output)
+                buf.choice_name = f"matmul_choice_{len(lines)}"
+                lines.append(f"{buf.choice_name} = MatmulChoice({matmul_template.TEMPLATE_NAME}, "
+                             f"{shape_text(buf.layout.size)}, {shape_text(buf.layout.stride)}, "
+                             f"device_type={self.graph.device.type!r}, mode={config.matmul_template!r})")
+                metrics.matmul_choices += 1
+        return lines
 
     def _call_body(self) -> str:
         lines = ["def call(args):"]
@@ -344,6 +362,8 @@ class WrapperCodeGen:
                     f"    {buf.get_name()} = {call}({_ref_args(args)}{kwargs})"]
         metrics.extern_call_count += 1
         args = _ref_args(_ref(buf.args))
+        if buf.template:  # cuBLAS or the tf32x3 template: [Note: tf32x3 for skinny fp32 matmuls]
+            return [f"    {buf.get_name()} = {buf.choice_name}.run({args})"]
         kwargs = "".join(f", {k}={_ref(v)!r}" for k, v in buf.kwargs.items())
         return [f"    {buf.get_name()} = {buf.kernel}({args}{kwargs})", self._ensure_layout(buf)]
 

@@ -126,6 +126,8 @@ def _print_kernels(entry: CompiledMoE) -> None:
     names = kernel_names(entry.compiled_graphs)
     print(f"   compiled: {minidynamo.counters['stats']['unique_graphs']} graph(s) -> {m.generated_kernel_count} "
           f"Triton kernel(s), {m.extern_call_count} extern call(s) (matmuls)")
+    if m.matmul_choices:  # [Note: tf32x3 for skinny fp32 matmuls]
+        print(f"   of those matmuls, {m.matmul_choices} time cuBLAS against our Triton template on the first call")
     print(f"   kernels: {', '.join(names[:4])}{', ...' if len(names) > 4 else ''}")
     fallbacks = collections.Counter(m.fallback_ops)
     print(f"   ATen fallbacks ({m.fallback_count}): "
