@@ -48,6 +48,26 @@ t_interp = min(timeit.repeat(lambda: module.call([x]), number=3, repeat=3)) / 3
 t_eager = min(timeit.repeat(lambda: softmax_plus_total(x), number=100, repeat=3)) / 100
 print(f"generated (interpreted): {t_interp * 1e3:.2f} ms   eager: {t_eager * 1e3:.3f} ms")"""),
         md("""
+## A template: a matmul written by hand, chosen on the first call
+
+Matmuls usually go to cuBLAS (an extern call in `call`). A *skinny* fp32 one on the GPU -- at most 16 rows, as the
+compile-friendly MoE's experts have -- becomes a `MatmulChoice`: the module also holds a hand-written Triton
+kernel, `triton_tem_bmm_tf32x3`, and the first call times cuBLAS against it and keeps the faster. On the CPU the
+template only runs when asked (`matmul_template="always"`), here through the interpreter:"""),
+        code("""
+from mininductor import config
+
+def experts(h, w):  # 8 experts, 4 rows each, as in the friendly MoE (smaller)
+    return torch.nn.functional.gelu(torch.bmm(h, w))
+
+h, w = torch.randn(8, 4, 64), torch.randn(8, 64, 32)
+with config.patch(matmul_template="always"):
+    t = iviz.compile_artifacts(experts, h, w)
+print(t.source[t.source.index("matmul_choice_0 ="):])
+out = load_module(t.source, interpret=True).call([h, w])
+torch.testing.assert_close(out[0], experts(h, w), atol=1e-4, rtol=1e-4)
+print("the template matches eager")"""),
+        md("""
 ## How upstream differs
 
 Inductor emits `libdevice` math, autotunes block sizes with `@triton_heuristics`, caches compiled kernels by hash
