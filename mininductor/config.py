@@ -54,7 +54,7 @@ emulate_precision_casts: bool = True
 
 # Skinny fp32 matmuls on the GPU (bmm/mm, at most 16 rows per batch, static sizes): "auto" times cuBLAS against a
 # Triton tf32x3 template on the first call and keeps the faster ([Note: tf32x3 for skinny fp32 matmuls] in
-# matmul_template.py); "never" keeps cuBLAS; "always" runs the template without timing, on the CPU too (tests).
+# matmul_template.py); "never" keeps cuBLAS; "always" runs the template, on the CPU too (tests).
 matmul_template: str = os.environ.get("MINICOMPILE_MATMUL_TEMPLATE", "auto")
 # ... "auto" only where the second operand holds at least this many bytes (a read of ~5 us or more on an H200)
 matmul_template_min_bytes: int = 16 << 20

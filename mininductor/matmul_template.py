@@ -84,10 +84,10 @@ def use_template(op, a, b, device: torch.device) -> bool:
         return False
     m, k = (int(s) for s in a.get_size()[-2:])
     n = int(b.get_size()[-1])
-    if not 0 < m <= BLOCK_M or min(k, n) < 16:
+    batch = int(a.get_size()[0]) if op == "bmm" else 1
+    if not 0 < m <= BLOCK_M or n == 0 or batch == 0:  # (K = 0 is fine: no step of the loop, zeros stored)
         return False
     # 32-bit offsets in the template: every element of each operand and the output must be addressable
-    batch = int(a.get_size()[0]) if op == "bmm" else 1
     if max(batch * m * k, batch * k * n, batch * m * n) >= 2 ** 31:
         return False
     # timing costs two Triton compiles and a quarter of a second: only where the read of b takes a while
@@ -96,8 +96,8 @@ def use_template(op, a, b, device: torch.device) -> bool:
 
 class MatmulChoice:
     """``choice.run(a, b)``: ``a @ b`` (3-D ``bmm`` or 2-D ``mm``) into a new buffer of the given layout, by cuBLAS
-    or by the template. On the GPU the first call times them (``config.matmul_template == "auto"``) and keeps the
-    fastest; ``"always"`` runs the template without timing (tests, and on the CPU through the interpreter)."""
+    or by the template. On the GPU the first call times them and keeps the fastest; under ``"always"`` only the
+    template's configurations are candidates (tests), and on the CPU its first configuration runs, interpreted."""
 
     def __init__(self, kernel, size, stride, device_type: str, mode: str = "auto") -> None:
         self.kernel, self.size, self.stride = kernel, tuple(size), tuple(stride)

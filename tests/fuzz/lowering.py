@@ -423,6 +423,8 @@ def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
         verdict = check_grad(seed, inputs, steps, dynamic=args.dynamic)
     else:
         verdict = (check_dynamic if args.dynamic else check_inference)(seed, inputs, steps)
+    if metrics.matmul_choices:  # matmuls that ran through a MatmulChoice (MINICOMPILE_MATMUL_TEMPLATE=always)
+        counts["template matmuls"] = counts.get("template matmuls", 0) + metrics.matmul_choices
     for op in metrics.fallback_ops:
         fallbacks[str(op).split(" ")[0]] = fallbacks.get(str(op).split(" ")[0], 0) + 1
     for reason in metrics.symbolic_fallbacks:  # --dynamic: why a graph compiled per shape
