@@ -363,10 +363,13 @@ def _var_mean(x, dims, correction, keepdim: bool, return_mean: bool, output_dtyp
     out = out_dtype(default=output_dtype or x.get_dtype())
     acc = _acc_dtype(out)
     dims = _norm_dims(x, dims)
+    n = product(x.get_size()[d] for d in dims)
+    if not is_symbolic(n) and n == 1:
+        v = _keep(_var_of_one(x, dims, correction, out, acc), dims, keepdim)
+        return [v, mean(x, dims, keepdim)] if return_mean else v
     if not _use_welford(x, dims):
         v = _keep(_two_pass_var(x, dims, correction, out, acc), dims, keepdim)
         return [v, mean(x, dims, keepdim)] if return_mean else v
-    n = product(x.get_size()[d] for d in dims)
     boxes = welford_reduction(x, dims, acc, outputs=(0, 1) if return_mean else (1,))
     scale = lambda m2: ops.truediv(m2, _var_denominator(n, correction, acc))
     v = _keep(pointwise([boxes[-1]], scale, out, acc, cast_inputs=False), dims, keepdim)
@@ -400,6 +403,19 @@ def welford_reduction(x, dims, acc: torch.dtype, outputs=(0, 1)) -> list[TensorB
         box.realize()
         boxes.append(box)
     return boxes
+
+
+def _var_of_one(x, dims, correction, out, acc):
+    """The variance of rows of one element: ``(v - v)**2 / max(0, 1 - correction)``, one value read once.
+
+    [Note: a variance of one element]  Eager's ``m2`` of one element is exactly 0 (inf - inf is NaN), so
+    ``std(x, 0)`` of one row is 0 / 0, NaN. The two passes computed ``x - mean`` with ``x`` evaluated twice, once
+    inside the mean and once beside it; compiled for the GPU, the two copies of a fused ``hardsigmoid`` were
+    contracted into FMAs differently, an ulp apart, so ``m2`` was 1e-33 and the result inf (GPU lowering fuzz
+    --zero --matmul, seed 5504602). Read once, ``v - v`` is exactly 0 on every device."""
+    value = mean(x, dims, False, dtype=acc)  # a sum of one element, over 1: the element itself
+    return pointwise([value], lambda v: ops.truediv(ops.mul(ops.sub(v, v), ops.sub(v, v)),
+                                                    _var_denominator(1, correction, acc)), out, acc)
 
 
 def _two_pass_var(x, dims, correction, out, acc):

@@ -50,7 +50,13 @@ holding NaN is NaN at two more outputs in ours than in eager's, the same ATen op
 and ``cumprod`` round every partial sum (product) to the tensor's type in its parallel scan's order, where ours
 computes in fp32 and rounds each output once (seeds 1400406, 1400955, 1412646 of the twenty-third session; ours is
 the closer to float64); its ``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
-``exp``, ``sin`` and ``cos`` (a few ulp; a ``floor`` after them can show it).
+``exp``, ``sin`` and ``cos`` (a few ulp; a ``floor`` after them can show it); its ``softmax`` is an ulp from ours
+(ours the closer to float64), which a ``floor_divide`` after it can show (seed 7105392 of --matmul, twenty-fifth
+session); its fp32 ``addcmul`` rounds other than ours, ``a + (0.5 * a) * b`` with two roundings, and is not a
+single FMA either (26% of 1e6 random elements differ from the fused result), an ulp apart, which a
+``remainder`` after it amplifies (seed 7100488 of --matmul). On either device: eager's ``bmm`` of an empty
+product skips its check that both operands have one dtype, where ours raises as for any other shape (seed
+7507385 of --matmul --zero).
 """
 from __future__ import annotations
 

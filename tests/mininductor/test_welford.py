@@ -183,3 +183,20 @@ def test_symbolic_row_length_is_one_symbolic_compile(welford, monkeypatch):
     finally:
         minidynamo.reset()
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0, metrics.symbolic_fallbacks
+
+
+def test_a_variance_over_one_element_is_eager_s(reduction_kind):
+    """[Note: a variance of one element]: over rows of one element ``m2`` is exactly 0, so with correction 1 the
+    variance is 0 / 0 = NaN and with correction 0 it is 0 (NaN for inf or NaN), as in eager. The fused
+    ``hardsigmoid(a @ b + c)`` before it was computed twice and once contracted differently on the GPU: inf
+    (GPU lowering fuzz --zero --matmul, seed 5504602)."""
+    a = torch.tensor([[-0.3168, -3.0169, -3.5741]], dtype=torch.float64)
+    b = torch.tensor([[-0.7285, 0.7454, -0.7544], [3.8637, -2.7203, -0.0922]], dtype=torch.float64)
+    special = torch.tensor([[float("inf"), float("nan"), 1e308]], dtype=torch.float64)
+
+    def f(a, b, special):
+        h = F.hardsigmoid(a * 5.1 + b[:1] * 0.37 + 0.3)  # [1, 3]: 0.55, 0, 0
+        both = torch.cat([h, special])[None]  # [1, 2, 3]
+        return (h.std(0), h.var(0, correction=0), torch.var_mean(h.float(), 0, keepdim=True),
+                both.var(0), both.std(0, correction=0), torch.std_mean(special, 0))
+    check(f, a, b, special, atol=0, rtol=0)
