@@ -263,7 +263,30 @@ def _same_size(a, b) -> bool:
     # ours or torch's FloorDiv (a traced size, ``s46*((s31//s81))``): [Note: divisions the guards make exact]
     floor_divs = [f for f in sympy.sympify(a - b).atoms(sympy.Function) if type(f).__name__ == "FloorDiv"]
     exact = {fd: fd.args[0] / fd.args[1] for fd in floor_divs if _divides(*reversed(fd.args))}
-    return bool(exact) and sympy.expand((a - b).xreplace(exact)) == 0
+    if exact and sympy.expand((a - b).xreplace(exact)) == 0:
+        return True
+    fixed = _quotients_the_guards_fix()
+    return bool(fixed) and is_symbolic(a - b) and sympy.expand((a - b).xreplace(fixed)) == 0
+
+
+def _quotients_the_guards_fix() -> dict:
+    """``{p: c*q}`` for each guard ``Eq(p // q, c)`` (``p`` a size symbol, ``c`` an integer) whose division the
+    guards also make exact: under both, ``p`` is ``c*q`` for every size the graph serves.
+
+    ``x.reshape(n, -1)`` of a 1-d ``x`` with ``n == len(x)`` traces the ``-1`` as 1 and guards ``Eq(s77//s86,
+    1)``: the view's sizes ``[s77] -> [s86, 1]`` pair only through it. Without it the view, and its backward,
+    fell back to ATen (lowering fuzz --grad --zero --int --matmul, seed 6003610)."""
+    shape_env = getattr(V.graph, "shape_env", None)
+    fixed = {}
+    for guard in getattr(shape_env, "guards", ()):
+        e = guard.expr
+        if not isinstance(e, sympy.Eq):
+            continue
+        for quotient, c in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if type(quotient).__name__ == "FloorDiv" and c.is_Integer and quotient.args[0].is_Symbol and \
+                    _divides(quotient.args[1], quotient.args[0]):
+                fixed[quotient.args[0]] = c * quotient.args[1]
+    return fixed
 
 
 @register_lowering(aten.as_strided, prims.as_strided)

@@ -464,6 +464,26 @@ def test_an_int_input_equal_to_sizes_compiles_symbolically():
     assert_same(compiled(x, 6), fn(x, 6))
 
 
+def test_a_view_whose_minus_one_the_guards_fix_is_a_view():
+    """``x.reshape(n, -1)`` of a 1-d ``x`` with ``n == len(x)``: the ``-1`` traces as 1 under the guard
+    ``Eq(s77//s86, 1)``, and ``[s77] -> [s86, 1]`` did not pair as sizes, so the view and its backward fell back
+    to ATen (lowering fuzz --grad --zero --int --matmul, seed 6003610). Values and gradients as eager's, one
+    symbolic compile, no fallback."""
+    def fn(x, y, n):
+        return y * 2, x.reshape(n, -1) if x.numel() % n == 0 else x
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for rows in (6, 4, 9):
+        (x, y), (x_ref, y_ref) = leaves(torch.randn(rows, device=DEVICE), torch.randn(rows, device=DEVICE))
+        (a, b), (a_ref, b_ref) = compiled(x, y, rows), fn(x_ref, y_ref, rows)
+        (a.sum() + b.cos().sum()).backward()
+        (a_ref.sum() + b_ref.cos().sum()).backward()
+        assert_same((a, b, x.grad, y.grad), (a_ref, b_ref, x_ref.grad, y_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
 def test_a_float_size_through_min_compiles_symbolically():
     """``torch.diag(x).var()`` divides by ``min(rows, cols) - 1``, a float size ``ToFloat(Min(s13, s31))`` the
     symbolic compile refused ("the float size ... (Min)"): one compile per shape (lowering fuzz --grad --zero
