@@ -164,7 +164,7 @@ def statically_true(relation) -> bool:
     shape_env = getattr(V.graph, "shape_env", None)
     decided = None
     if shape_env is not None:
-        decided = shape_env._maybe_evaluate_static(_as_torch_sympy(relation), axioms=_conjuncts(shape_env))
+        decided = shape_env._maybe_evaluate_static(as_torch_sympy(relation), axioms=_conjuncts(shape_env))
     if decided in (sympy.true, sympy.false):
         return bool(decided)
     raise TypeError(f"cannot determine truth value of {relation} for every size")
@@ -188,7 +188,7 @@ def _conjuncts(shape_env) -> tuple:
     return conjuncts
 
 
-def _as_torch_sympy(expr):
+def as_torch_sympy(expr):
     """``expr`` with our ``FloorDiv``/``ModularIndexing`` and sympy's ``Min``/``Max`` as torch's functions of the
     same meaning: the ShapeEnv interprets only its own (a KeyError on ours, ``x[: x.shape[0] // 2]`` fell back per
     shape), and matches its guards by identity (sympy's ``Min(s27, s77)`` is not the ``Min(s27, s77)`` of the guard

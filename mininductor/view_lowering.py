@@ -18,6 +18,7 @@ from .indexing import (
     FloorDiv,
     ModularIndexing,
     as_size,
+    as_torch_sympy,
     contiguous_strides,
     is_symbolic,
     known_true,
@@ -220,11 +221,22 @@ def _divides(d, n) -> bool:
     exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``).  The divisor
     may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards ``Eq(Mod(s27*s77, s86), 0)``."""
     from torch.utils._sympy.functions import Mod
+    if _exact_polynomial_quotient(n, d):  # ``s13**2 - s13`` by ``s13``: a traced ``x[::s13]`` of ``s13**2`` rows
+        return True
     if known_true(sympy.Eq(Mod(n, d), 0)):
         return True
     # a factor's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``
     factors = sympy.Mul.make_args(n)
     return len(factors) > 1 and any(known_true(sympy.Eq(Mod(f, d), 0)) for f in factors)
+
+
+def _exact_polynomial_quotient(n, d) -> bool:
+    """Is ``n / d`` a polynomial with integer coefficients, so an integer for every size, whatever the guards?"""
+    top, bottom = sympy.fraction(sympy.cancel(sympy.sympify(n) / d))
+    symbols = sorted(top.free_symbols, key=str)
+    if bottom != 1 or not symbols:
+        return bottom == 1 and top.is_Integer
+    return top.is_polynomial(*symbols) and all(c.is_Integer for c in sympy.Poly(top, *symbols).coeffs())
 
 
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
@@ -258,8 +270,12 @@ def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], lis
 
 
 def _same_size(a, b) -> bool:
-    if a == b or is_symbolic(a - b) and sympy.expand(a - b) == 0:
+    if a == b:
         return True
+    if is_symbolic(a - b):  # sympy's Min/Max (ours) and torch's (traced sizes) are other classes: one kind
+        a, b = as_torch_sympy(sympy.sympify(a)), as_torch_sympy(sympy.sympify(b))
+        if a == b or sympy.expand(a - b) == 0:
+            return True
     # ours or torch's FloorDiv (a traced size, ``s46*((s31//s81))``): [Note: divisions the guards make exact]
     floor_divs = [f for f in sympy.sympify(a - b).atoms(sympy.Function) if type(f).__name__ == "FloorDiv"]
     exact = {fd: fd.args[0] / fd.args[1] for fd in floor_divs if _divides(*reversed(fd.args))}
