@@ -17,10 +17,11 @@ to this narrow class, where one of the two candidates is known to lose badly, so
 [Note: tf32x3 for skinny fp32 matmuls]  Eager computes an fp32 matmul with fp32 products (TF32 is off by
 default). Triton's ``tl.dot`` reaches the tensor cores only through TF32, whose 10-bit mantissa alone would be
 far from eager. ``input_precision="tf32x3"`` splits each operand into a TF32 high part and a TF32 remainder
-and sums three tensor-core products, ``hi*hi + hi*lo + lo*hi``: measured on an H200 against a float64 product,
-its largest error on normal inputs is that of cuBLAS's fp32 kernel (1.7e-6 and 2.4e-6 against 1.7e-6 and
-2.4e-6, K = 1024 and 4096); with exponents spread over 2^-140..2^120 it is 1.3-3x cuBLAS's (4.0e-7 of the
-largest value against 1.3e-7) -- both within what fp32 sums in another order differ by. Infinities and NaN: a
+and sums three tensor-core products, ``hi*hi + hi*lo + lo*hi``: measured on an H200 on normal inputs, its
+largest error against a float64 product is about cuBLAS's fp32 kernel's (1.3e-6 and 2.3e-6 against 1.5e-6 and
+1.9e-6, K = 1024 and 4096, bench/expert_matmul.py), and it is at most 1.7e-6 and 2.4e-6 from eager's; with
+exponents spread over 2^-140..2^120 its error is 1.3-3x cuBLAS's (4.0e-7 of the largest value against
+1.3e-7) -- within what fp32 sums in another order differ by. Infinities and NaN: a
 split of ``inf`` has a NaN remainder, and Triton replaces a NaN in the sum of the two small products by 0
 before adding the large one, so an ``inf`` or NaN in either operand gives eager's pattern of infinities (with
 their signs) and NaN; a 0 that meets ``inf`` gives NaN, as eager's. Denormal inputs and products are kept.
