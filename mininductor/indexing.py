@@ -236,6 +236,45 @@ def known_true(relation) -> bool:
         return False
 
 
+def divides(d, n) -> bool:
+    """Do the ShapeEnv's guards say ``n % d == 0``?
+
+    [Note: divisions the guards make exact]  ``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor makes Dynamo
+    guard ``Eq(Mod(s27, 2), 0)`` and size the last dim ``s27 // 2``.  As polynomials, ``s27*s77 / (2*s77)`` is no
+    product and ``2 * (s27 // 2)`` is not ``s27``, so the view fell back to ATen.  Under that guard the division is
+    exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size`` in
+    view_lowering.py).  The divisor may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards
+    ``Eq(Mod(s27*s77, s86), 0)``.  Traced strides hold such divisions too, which the check that an output's
+    strides are dense reads through ``exact_quotients`` (graph.py)."""
+    from torch.utils._sympy.functions import Mod
+    if exact_polynomial_quotient(n, d):  # ``s13**2 - s13`` by ``s13``: a traced ``x[::s13]`` of ``s13**2`` rows
+        return True
+    if known_true(sympy.Eq(Mod(n, d), 0)):
+        return True
+    # a factor's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``
+    factors = sympy.Mul.make_args(n)
+    return len(factors) > 1 and any(known_true(sympy.Eq(Mod(f, d), 0)) for f in factors)
+
+
+def exact_polynomial_quotient(n, d) -> bool:
+    """Is ``n / d`` a polynomial with integer coefficients, so an integer for every size, whatever the guards?"""
+    top, bottom = sympy.fraction(sympy.cancel(sympy.sympify(n) / d))
+    symbols = sorted(top.free_symbols, key=str)
+    if bottom != 1 or not symbols:
+        return bottom == 1 and top.is_Integer
+    return top.is_polynomial(*symbols) and all(c.is_Integer for c in sympy.Poly(top, *symbols).coeffs())
+
+
+def exact_quotients(expr):
+    """``expr`` with each floor division (ours or torch's ``FloorDiv``) that ``divides`` says is exact written as a
+    true division, innermost first: ``(s36*((s4*s80*s9)//s36))//s80`` under ``Eq(Mod(s4*s80*s9, s36), 0)`` is
+    ``s4*s9``. Exact for every size the graph serves, so two sizes (or strides) equal after it are equal."""
+    if not isinstance(expr, sympy.Basic):
+        return expr
+    return expr.replace(lambda e: type(e).__name__ == "FloorDiv" and divides(e.args[1], e.args[0]),
+                        lambda e: e.args[0] / e.args[1])
+
+
 def sym_min(a, b):
     """``min(a, b)`` of sizes as an expression: the smaller one where the ShapeEnv decides it, else ``Min(a, b)``
     (printed ``min``/``tl.minimum``), as torch's ``sym_min`` gives a fake tensor's size (a diagonal's length)."""

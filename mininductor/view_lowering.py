@@ -20,8 +20,9 @@ from .indexing import (
     as_size,
     as_torch_sympy,
     contiguous_strides,
+    divides,
+    exact_quotients,
     is_symbolic,
-    known_true,
     product,
     size_hint,
     statically_true,
@@ -207,36 +208,9 @@ def _exact_div(numel, known):
     top, bottom = sympy.fraction(quotient)
     if bottom == 1:
         return as_size(quotient)
-    if _divides(bottom, top):
+    if divides(bottom, top):
         return as_size(FloorDiv(top, bottom))
     raise NotImplementedError(f"symbolic view: {numel} is not a multiple of {known}")
-
-
-def _divides(d, n) -> bool:
-    """Do the ShapeEnv's guards say ``n % d == 0``?
-
-    [Note: divisions the guards make exact]  ``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor makes Dynamo
-    guard ``Eq(Mod(s27, 2), 0)`` and size the last dim ``s27 // 2``.  As polynomials, ``s27*s77 / (2*s77)`` is no
-    product and ``2 * (s27 // 2)`` is not ``s27``, so the view fell back to ATen.  Under that guard the division is
-    exact: the ``-1`` is ``s27 // 2``, and ``2 * (s27 // 2)`` pairs with ``s27`` (``_same_size``).  The divisor
-    may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards ``Eq(Mod(s27*s77, s86), 0)``."""
-    from torch.utils._sympy.functions import Mod
-    if _exact_polynomial_quotient(n, d):  # ``s13**2 - s13`` by ``s13``: a traced ``x[::s13]`` of ``s13**2`` rows
-        return True
-    if known_true(sympy.Eq(Mod(n, d), 0)):
-        return True
-    # a factor's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``
-    factors = sympy.Mul.make_args(n)
-    return len(factors) > 1 and any(known_true(sympy.Eq(Mod(f, d), 0)) for f in factors)
-
-
-def _exact_polynomial_quotient(n, d) -> bool:
-    """Is ``n / d`` a polynomial with integer coefficients, so an integer for every size, whatever the guards?"""
-    top, bottom = sympy.fraction(sympy.cancel(sympy.sympify(n) / d))
-    symbols = sorted(top.free_symbols, key=str)
-    if bottom != 1 or not symbols:
-        return bottom == 1 and top.is_Integer
-    return top.is_polynomial(*symbols) and all(c.is_Integer for c in sympy.Poly(top, *symbols).coeffs())
 
 
 def _reshape_groups(old: list[int], new: list[int]) -> list[tuple[list[int], list[int]]]:
@@ -277,9 +251,7 @@ def _same_size(a, b) -> bool:
         if a == b or sympy.expand(a - b) == 0:
             return True
     # ours or torch's FloorDiv (a traced size, ``s46*((s31//s81))``): [Note: divisions the guards make exact]
-    floor_divs = [f for f in sympy.sympify(a - b).atoms(sympy.Function) if type(f).__name__ == "FloorDiv"]
-    exact = {fd: fd.args[0] / fd.args[1] for fd in floor_divs if _divides(*reversed(fd.args))}
-    if exact and sympy.expand((a - b).xreplace(exact)) == 0:
+    if sympy.expand(exact_quotients(sympy.sympify(a - b))) == 0:
         return True
     fixed = _quotients_the_guards_fix()
     return bool(fixed) and is_symbolic(a - b) and sympy.expand((a - b).xreplace(fixed)) == 0
@@ -300,7 +272,7 @@ def _quotients_the_guards_fix() -> dict:
             continue
         for quotient, c in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
             if type(quotient).__name__ == "FloorDiv" and c.is_Integer and quotient.args[0].is_Symbol and \
-                    _divides(quotient.args[1], quotient.args[0]):
+                    divides(quotient.args[1], quotient.args[0]):
                 fixed[quotient.args[0]] = c * quotient.args[1]
     return fixed
 

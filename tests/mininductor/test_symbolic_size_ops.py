@@ -414,7 +414,7 @@ def test_a_saved_output_keeps_traced_strides_with_a_max_in_them():
 def test_a_view_whose_inferred_size_a_guard_makes_exact_is_a_view():
     """``x.reshape(rows, 2, -1)`` of an ``(s77, s27)`` tensor: Dynamo guards ``Eq(Mod(s27, 2), 0)`` and sizes the
     ``-1`` as ``s27 // 2``; as polynomials ``s27*s77 / (2*s77)`` is no product, so the view fell back to ATen
-    ([Note: divisions the guards make exact] in view_lowering.py).  Now it is a view, fused into its users."""
+    ([Note: divisions the guards make exact] in indexing.py).  Now it is a view, fused into its users."""
     def fn(x):
         return x.reshape(x.shape[0], 2, -1).sum(1), x.unflatten(1, (2, -1)).amax(-1) * 2
 
@@ -513,6 +513,28 @@ def test_views_of_repeats_over_an_int_input_are_views(case):
         ref.sin().sum().backward()
         assert_same((out, x.grad), (ref, x_ref.grad))
     assert metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_traced_strides_with_exact_divisions_are_kept_symbolically():
+    """``x.reshape(n, -1)`` of a permuted ``x`` traces its output's strides as ``(s27*s53*s86*(s77//s86))//s77``,
+    exact under the guard ``Eq(Mod(s77, s86), 0)``; read as floor divisions they did not look dense, and the
+    symbolic compile refused, one compile per shape (lowering fuzz --grad --int --dynamic, seeds 6200507,
+    6200728). Values and gradients as eager's, no per-shape compile."""
+    def fn(x, y, n):
+        return (x.reshape(n, -1) if x.numel() % n == 0 else x), y * 2
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for rows, n in ((5, 5), (10, 2), (7, 7)):
+        base = torch.randn(17, rows, 2, dtype=torch.float64, device=DEVICE)
+        (x, y), (x_ref, y_ref) = leaves(base.transpose(0, 1), torch.randn(rows, dtype=torch.float64, device=DEVICE))
+        (a, b), (a_ref, b_ref) = compiled(x, y, n), fn(x_ref, y_ref, n)
+        (a.sin().sum() + b.sum()).backward()
+        (a_ref.sin().sum() + b_ref.sum()).backward()
+        assert a.stride() == a_ref.stride()
+        assert_same((a, b, x.grad, y.grad), (a_ref, b_ref, x_ref.grad, y_ref.grad))
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
     assert metrics.fallback_count == 0, metrics.fallback_ops
 
 
