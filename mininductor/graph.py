@@ -86,7 +86,7 @@ def _eager_stride(node, original=None) -> list | None:
     expected = 1  # dense: walking the dims from the smallest stride up, each stride is the elements below it
     for d in by_stride:  # (a symbolic stride may read ``Max(1, s27//2)`` or ``s53*Max(1, s86)``: the sizes below
         # are not 0 here, so each such ``Max`` is its argument)
-        if sympy.expand(_without_max_1(stride[d] - expected)) != 0:
+        if not _equal_as_sizes(stride[d], expected):
             if any(is_symbolic(s) for s in size):
                 # a forward's saved output is read by a backward compiled for these strides: a row-major store
                 # would be a wrong answer, so the symbolic compile refuses instead (one compile per shape)
@@ -190,21 +190,23 @@ def _refuse_a_symbolic_layout_with_gaps(node) -> None:
         return
     expected = 1
     for d in reversed(range(len(size))):
-        if size[d] != 1 and sympy.expand(_without_max_1(stride[d] - expected)) != 0:
+        if size[d] != 1 and not _equal_as_sizes(stride[d], expected):
             raise NotImplementedError(f"cannot keep the traced strides {list(val.stride())} of an output")
         expected = expected * size[d]
 
 
-def _without_max_1(expr):
-    """``expr`` with each ``Max(1, e)`` (sympy's or torch's own ``Max``) read as ``e``, and each floor division the
-    guards make exact as a true division (``exact_quotients``): ``x.reshape(n, -1)`` of a permuted ``x`` traces
-    strides such as ``(s36*((s4*s80*s9)//s36))//s80``, which is ``s4*s9`` under ``Eq(Mod(s4*s80*s9, s36), 0)``,
-    and a symbolic compile refused them as not dense (lowering fuzz --grad --int --dynamic, seed 6200728)."""
-    if not isinstance(expr, sympy.Basic):
-        return expr
-    expr = expr.replace(lambda e: type(e).__name__ == "Max" and len(e.args) == 2 and sympy.Integer(1) in e.args,
+def _equal_as_sizes(stride, expected) -> bool:
+    """Is a traced ``stride`` the product of sizes ``expected`` for every size? Each ``Max(1, e)`` (sympy's or
+    torch's own ``Max``) reads as ``e``, and each floor division the guards make exact as a true division
+    (``exact_quotients``): ``x.reshape(n, -1)`` of a permuted ``x`` traces strides such as
+    ``(s36*((s4*s80*s9)//s36))//s80``, which is ``s4*s9`` under ``Eq(Mod(s4*s80*s9, s36), 0)``, and a symbolic
+    compile refused them as not dense (lowering fuzz --grad --int --dynamic, seed 6200728)."""
+    diff = stride - expected
+    if not isinstance(diff, sympy.Basic):
+        return diff == 0
+    diff = diff.replace(lambda e: type(e).__name__ == "Max" and len(e.args) == 2 and sympy.Integer(1) in e.args,
                         lambda e: next(a for a in e.args if a != 1))
-    return exact_quotients(expr)
+    return sympy.expand(exact_quotients(diff)) == 0
 
 
 class GraphLowering(torch.fx.Interpreter):

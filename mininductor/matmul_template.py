@@ -140,9 +140,9 @@ class MatmulChoice:
         return min(ready, key=lambda c: sorted(times[c[0]])[1])
 
     def _template(self, cfg: tuple, a, b):
-        """A launch of the template with one configuration, its grid and strides fixed by the first call's
-        arguments (the sizes are static; a later call with other strides would be a recompile's business)."""
-        from .runtime import KEEP_DENORMALS, DirectLauncher, interpreted_stdlib
+        """A launch of the template with one configuration. The grid comes from the static sizes; each call passes
+        its arguments' strides, and a GPU call launches the binary compiled for its specialization key."""
+        from .runtime import KEEP_DENORMALS, DirectLauncher, interpreted_stdlib, specialization_key
         block_n, block_k, warps, stages = cfg
         batched = a.dim() == 3
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
@@ -162,7 +162,6 @@ class MatmulChoice:
                 with interpreted_stdlib():
                     self.kernel[grid](*args, **meta)
                 return
-            from .runtime import specialization_key
             key = specialization_key(args)
             direct = launchers.get(key)
             if direct is None:
