@@ -37,6 +37,7 @@ class CacheEntry:
     compile_time: float
     orig_code: types.CodeType
     broke: bool = False  # the translation broke the graph at its ``break_offset`` (see [Note: break hints])
+    stretch_breaks: list = dataclasses.field(default_factory=list)  # breaks its native stretch stands for
 
     @property
     def guards(self):

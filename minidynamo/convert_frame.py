@@ -63,8 +63,7 @@ def convert_frame(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable,
         if ctx is None or ctx.fullgraph or getattr(e, "whole_frame", False) or not can_break_at(fn.__code__, offset):
             raise
         entry, e = _translate_breaking(fn, f_locals, compiler_fn, ctx, e)
-        counters["graph_break"][e.reason] += 1
-        ctx.graph_breaks.append(without_frames(e))  # [Note: kept refusals hold no frames]
+        record_breaks(ctx, e, entry)
         if fn.__code__ in ctx.resume_origin:
             ctx.break_hints[fn.__code__] = e
         return entry
@@ -104,9 +103,15 @@ def _translate_with_break_hint(fn, f_locals, compiler_fn, ctx) -> CacheEntry | N
             raise
         return None
     if entry.broke:
-        counters["graph_break"][e.reason] += 1
-        ctx.graph_breaks.append(without_frames(e))
+        record_breaks(ctx, e, entry)
     return entry
+
+
+def record_breaks(ctx, e: Unsupported, entry: CacheEntry) -> None:
+    """Count the break ``e`` and keep it for ``explain``, then those of the native stretch after it, in source order."""
+    for error in (e, *entry.stretch_breaks):
+        counters["graph_break"][error.reason] += 1
+        ctx.graph_breaks.append(without_frames(error))  # [Note: kept refusals hold no frames]
 
 
 def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx=None,
@@ -136,7 +141,7 @@ def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx
     if config.debug >= 3:
         print(f"[minidynamo] transformed {fn.__qualname__}:\n{bt.format_code(new_code)}")
     return CacheEntry(guard_manager, new_code, new_fn, getattr(output, "gm", None), output.compiled_name,
-                      getattr(output, "compile_time", 0.0), code, tx.broke)
+                      getattr(output, "compile_time", 0.0), code, tx.broke, output.stretch_breaks)
 
 
 def arg_count(code: types.CodeType) -> int:

@@ -49,7 +49,7 @@ from .inlined_comprehension import (
     locals_handed_on,
 )
 from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
-from .reenter_with import emit_under_exit_guard, exit_slots, inside_user_with_block, stack_item_for_break
+from .reenter_with import emit_under_exit_guard, inside_user_with_block, stack_item_for_break
 from .resume_execution import (
     Continuation,
     bind_closure,
@@ -460,24 +460,27 @@ def break_at_null_pushing_load(tx, cg: PyCodegen, inst, virtual: list[bool], liv
 def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str],
                          next_offset: int | None) -> None:
     """Any other instruction (a call, a subscript...) runs natively; the resume function starts after it, or after
-    the native stretch that follows it ([Note: native stretch]).  No stretch when ``with`` exits are handed on: it
-    would run after the exit guard's try block, where an exception would skip them."""
-    stretch = None if exit_slots(tx.stack, virtual) else native_stretch(tx, live)
+    the native stretch that follows it ([Note: native stretch]).  The stretch is native code too: when ``with``
+    exits are handed on, it runs inside the exit guard's try block, so an exception in it runs them."""
+    stretch = native_stretch(tx, live)
     after = virtual_after(inst, virtual)
+    pushed = 0
 
     def run_native():
+        nonlocal pushed
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
             emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
         else:
             cg.append(copy_instruction(tx.output.f_code, inst.offset))
+        if stretch is not None:
+            pushed = emit_native_stretch(tx, cg, stretch)
 
     def continuations():
         if stretch is None:
             continue_at(tx, cg, next_offset, after, live)
         else:
-            pushed = emit_native_stretch(tx, cg, stretch)
             continue_at(tx, cg, stretch.resume_offset, after + [False] * pushed, sorted(set(live) | stretch.stored))
 
     emit_under_exit_guard(tx, cg, virtual, run_native, continuations)

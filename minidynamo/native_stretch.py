@@ -15,7 +15,9 @@ entry, guard checks and a resume function per expert for nothing.  So after the 
 ahead: if the next few instructions are LOAD_FAST/STORE_FAST/LOAD_CONST and end in a subscript of a tensor by a
 boolean tensor (which would break the graph again), they run natively too.  Running the program's own bytecode is
 always correct; the look-ahead only decides where the next frame starts, so it needs no guard.  The second break is
-recorded like the first (explain and the counters show both).  Upstream resumes after each break.
+recorded like the first, after it (explain and the counters show both).  Upstream resumes after each break.  When
+the break hands on ``with`` exits (the MoE's loop sits in ``record_function("MoE_Experts")``), the stretch runs
+inside the exit guard's try block with the breaking instruction, so an exception in either runs the exits.
 
 [Note: shared nonzero]  Both subscripts of a stretch run through ``mask_subscript(a, m)`` instead of ``a[m]``.  A
 boolean-mask subscript is ``a[m.nonzero(as_tuple=True)]``, and ``nonzero`` must wait for the device to know how
@@ -36,9 +38,8 @@ import weakref
 import torch
 
 from .codegen import PyCodegen
-from .exc import Unsupported, without_frames
+from .exc import Unsupported
 from .resume_execution import copy_instruction
-from .utils import counters
 from .variables.builder import LazyVariableTracker
 from .variables.tensor import TensorVariable
 
@@ -124,7 +125,7 @@ def mask_subscript(a, m):
 
 def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
     """Put the locals the stretch reads in their real slots, copy its instructions, keep ``___live_`` copies of
-    what it stores (``continue_at`` hands those on), and record its break.  Returns its net stack effect."""
+    what it stores (``continue_at`` hands those on), and keep its break for the frame's record.  Returns its net stack effect."""
     for name in sorted(stretch.read):
         cg.load_local(f"___live_{name}")
         cg.store_local(name)
@@ -138,10 +139,7 @@ def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
     for name in sorted(stretch.stored):
         cg.load_local(name)
         cg.store_local(f"___live_{name}")
-    ctx = tx.output.ctx
-    if ctx is not None:
-        counters["graph_break"][stretch.error.reason] += 1
-        ctx.graph_breaks.append(without_frames(stretch.error))
+    tx.output.stretch_breaks.append(stretch.error)  # recorded after the break itself: convert_frame.record_breaks
     return pushed
 
 

@@ -246,6 +246,7 @@ class OutputGraph:
         self.shape_guard_frames: list[tuple[Any, traceback.FrameSummary | None]] = []
         self.symbol_frames: dict[Any, traceback.FrameSummary | None] = {}
         self.ctx = None
+        self.stretch_breaks: list = []  # the breaks native stretches stand for ([Note: native stretch])
         self.grad_enabled = torch.is_grad_enabled()
         from .variables.ctx_manager import autocast_state
         self.autocast_state = autocast_state()  # see [Note: autocast state]

@@ -144,3 +144,75 @@ def test_a_captured_variable_keeps_the_usual_resume():
     compiled = minidynamo.minicompile(f, backend=CompileCounter())
     assert torch.equal(compiled(x, m), f(x, m))
     assert sum(minidynamo.counters["graph_break"].values()) == 2
+
+
+def _subscripts_in_a_region(x, idx, w):
+    out = []
+    with torch.no_grad():  # a region the break hands on: its exit runs in the resume function
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            out.append((a * b).sum() + len(a))
+    return torch.stack(out)
+
+
+def _subscripts_in_a_profiler_region(x, idx, w):
+    out = torch.zeros(3)
+    with torch.profiler.record_function("experts"):  # the tutorial MoE's loop sits in one of these
+        for i in range(3):
+            m = idx == i
+            a = x[m]
+            b = w[m]
+            out[i] = (a * b).sum()
+    return out
+
+
+@pytest.mark.parametrize("fn, entries, exit_breaks", [
+    (_subscripts_in_a_region, [1, 3], 0),
+    # record_function's exit runs eagerly (a break of its own): one more resume function, after the loop
+    (_subscripts_in_a_profiler_region, [1, 1, 3], 1),
+])
+def test_a_stretch_inside_a_with_region_keeps_one_frame_and_one_nonzero_per_iteration(fn, entries, exit_breaks):
+    # The break hands the region's exit on, and the stretch runs inside the exit guard's try block: the tutorial
+    # MoE's expert loop, inside record_function("MoE_Experts"), enters one resume function per expert and syncs
+    # once, not two frames and two syncs
+    x, w = torch.randn(10, requires_grad=True), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(fn, backend=cnt)
+    assert torch.equal(compiled(x, idx, w), fn(x, idx, w))  # compile
+    ctx = compiled._minidynamo_ctx
+    # fn, and one resume function for the loop (i == 1, 2 and the exhausted iterator)
+    assert sorted(len(e) for e in ctx.cache.values()) == entries
+    assert sum(minidynamo.counters["graph_break"].values()) == len(ctx.graph_breaks) == 6 + exit_breaks
+    lines = [e.user_stack[-1].line for e in ctx.graph_breaks if "data-dependent" in e.reason]
+    assert lines == ["a = x[m]", "b = w[m]"] * 3  # each break, then its stretch's, in source order
+    frames = cnt.frame_count
+    counter = _CountNonzero()
+    with counter:
+        got = compiled(x, idx, w)
+    assert cnt.frame_count == frames  # warm: nothing compiled again
+    assert counter.calls == 3
+    assert torch.equal(got, fn(x, idx, w)) and torch.is_grad_enabled()
+
+
+def _a_failing_second_subscript(x, idx, w):
+    with torch.no_grad():
+        m = idx == 0
+        a = x[m]
+        b = w[m]  # w is shorter than the mask: IndexError, raised inside the no_grad region
+    return a, b
+
+
+def test_an_error_in_a_stretch_inside_a_with_region_runs_the_exit_as_eager():
+    x, w, idx = torch.randn(10), torch.randn(4), torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    with pytest.raises(IndexError) as eager:
+        _a_failing_second_subscript(x, idx, w)
+    assert torch.is_grad_enabled()
+    compiled = minidynamo.minicompile(_a_failing_second_subscript, backend=CompileCounter())
+    with pytest.raises(IndexError) as ours:
+        compiled(x, idx, w)
+    assert str(ours.value) == str(eager.value)
+    assert torch.is_grad_enabled()  # the region's exit ran: grad mode is back on
+    assert torch.equal(compiled(x, idx, torch.randn(10))[0], x[idx == 0])
