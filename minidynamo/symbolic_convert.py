@@ -7,7 +7,9 @@ CPython would compute a value, the handler asks the trackers what the value *wou
 nodes.  Calls to user functions are inlined by a nested ``InliningInstructionTranslator`` (``inlining.py``); the
 exception table, ``raise`` and ``with`` blocks are handled by ``ExceptionHandlingMixin`` (``exception_handling.py``),
 building and unpacking containers by ``ContainerBuildingMixin`` (``container_building.py``), ``match`` statements by
-``PatternMatchingMixin`` (``pattern_matching.py``); at a graph break the root translator hands over to ``graph_break.compile_and_break``.
+``PatternMatchingMixin`` (``pattern_matching.py``), globals, imports and attributes by
+``GlobalsAndAttributesMixin`` (``globals_and_attributes.py``); at a graph break the root translator hands over to
+``graph_break.compile_and_break``.
 
     def f(x):               LOAD_FAST x        -> stack [TensorVariable(x)]
         return x.sin() + 1  LOAD_ATTR sin      -> stack [NULL, BoundMethod(x.sin)]
@@ -22,11 +24,9 @@ normalises jump targets and names so most handlers are shared).  Mirrors ``torch
 from __future__ import annotations
 
 import dis
-import importlib
 import inspect
 import linecache
 import operator
-import sys
 import traceback
 import types
 from typing import Any
@@ -36,10 +36,10 @@ import torch
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
 from .container_building import ContainerBuildingMixin
-from .exc import ObservedException, Unsupported, raise_observed_exception, unimplemented
+from .exc import ObservedException, Unsupported, unimplemented
 from .exception_handling import ExceptionHandlingMixin
+from .globals_and_attributes import GlobalsAndAttributesMixin
 from .pattern_matching import PatternMatchingMixin
-from .source import GlobalSource, ImportSource, ModuleGlobalSource
 from .variables import (
     BuiltinVariable,
     CellVariable,
@@ -48,10 +48,8 @@ from .variables import (
     ListIteratorVariable,
     NestedUserFunctionVariable,
     NullVariable,
-    PythonModuleVariable,
     SliceVariable,
     TupleVariable,
-    VariableBuilder,
     VariableTracker,
     wrap_constant_result,
 )
@@ -61,7 +59,7 @@ from .variables.builtin import get_iterator
 from .variables.constant import BINARY_OPS, COMPARE_OPS
 from .variables.operators import binary_op, compare_op, is_op, unary_op
 from .variables.tensor import TensorVariable
-from .variables.user_defined import SuperVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .variables.user_defined import SuperVariable
 
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
     inspect.CO_ITERABLE_COROUTINE
@@ -101,7 +99,8 @@ def run_handler(handler, inst) -> None:
                       "the instruction runs in Python at a graph break; keep tensors out of it to stay in one graph")
 
 
-class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, PatternMatchingMixin):
+class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, PatternMatchingMixin,
+                                GlobalsAndAttributesMixin):
     def __init__(self, f_code: types.CodeType, f_globals: dict, symbolic_locals: dict, cells: dict, output,
                  parent: InstructionTranslatorBase | None = None):
         self.f_code = f_code
@@ -225,7 +224,7 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
     def SWAP(self, inst):
         self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
 
-    # --- locals, cells, globals ---------------------------------------------------------------------------
+    # --- locals and cells ---------------------------------------------------------------------------
     def LOAD_CONST(self, inst):
         value = inst.argval
         self.push(ConstantVariable(value) if isinstance(value, types.CodeType) else wrap_constant_result(value))
@@ -310,127 +309,6 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
     def is_root_cell(self, cell) -> bool:
         """Is ``cell`` one of the compiled frame's own cell or free variables (a write the frame can replay)?"""
         return any(c is cell for c in self.root_tx().cells.values())
-
-    def LOAD_GLOBAL(self, inst):
-        if inst.arg & 1:
-            self.push(NullVariable())
-        self.push(self.load_global(inst.argval))
-
-    def load_global(self, name: str) -> VariableTracker:
-        root = self.f_globals is self.output.f_globals
-        if root and name in self.output.side_effects.global_stores:
-            return self.output.side_effects.global_stores[name]
-        if name in self.f_globals:
-            return VariableBuilder(self, self.global_source(name))(self.f_globals[name])
-        builtins_dict = self.f_globals.get("__builtins__", __builtins__)
-        builtins_dict = getattr(builtins_dict, "__dict__", builtins_dict)
-        if name not in builtins_dict:
-            unimplemented(f"name {name!r} is not defined", "the frame runs eagerly so Python raises NameError")
-        if root:
-            self.output.add_guard("BUILTIN_NOT_SHADOWED", None, name)
-        value = builtins_dict[name]
-        if isinstance(value, type) and issubclass(value, BaseException) or not callable(value):
-            return wrap_constant_result(value)
-        return BuiltinVariable(value)
-
-    def global_source(self, name: str):
-        if self.f_globals is self.output.f_globals:
-            return GlobalSource(name)
-        module_name = self.f_globals.get("__name__")
-        module = sys.modules.get(module_name)
-        if module is None or module.__dict__ is not self.f_globals:
-            unimplemented(f"globals of a function not defined in an importable module ({module_name})")
-        return ModuleGlobalSource(module_name, name)
-
-    def STORE_GLOBAL(self, inst):
-        if self.f_globals is not self.output.f_globals:
-            unimplemented("assigning a global of another module", "return the value and assign it outside")
-        self.output.side_effects.store_global(inst.argval, self.pop())
-
-    # --- attributes -----------------------------------------------------------------------------------------
-    def LOAD_ATTR(self, inst):
-        obj = self.pop()
-        if PY312 and inst.arg & 1:  # method form: [NULL, attribute] (we never split off self)
-            self.push(NullVariable())
-        self.push(obj.var_getattr(self, inst.argval))
-
-    def LOAD_METHOD(self, inst):  # 3.11
-        obj = self.pop()
-        self.push(NullVariable())
-        self.push(obj.var_getattr(self, inst.argval))
-
-    def STORE_ATTR(self, inst):
-        obj = self.pop()
-        value = self.pop()
-        self.store_attr(obj, inst.argval, value)
-
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        """``obj.name = value`` by Python's rules: a class's ``__setattr__`` or a property setter is inlined like any
-        user function; a plain store is a side effect replayed on the real object (``SideEffects``)."""
-        from .variables.functions import UserMethodVariable
-        from .variables.nn_module import NNModuleVariable
-        if isinstance(obj, UserDefinedClassVariable):
-            return obj.store_attr(self, name, value)
-        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
-            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
-        cls = obj.python_type()
-        setattr_fn = inspect.getattr_static(cls, "__setattr__")
-        if not issubclass(cls, torch.nn.Module) and setattr_fn is not object.__setattr__:
-            if not isinstance(setattr_fn, types.FunctionType):
-                unimplemented(f"assigning {name!r} runs {cls.__name__}.__setattr__ (not a Python function)",
-                              "assign it outside the compiled function")
-            UserMethodVariable(setattr_fn, obj).call_function(self, [ConstantVariable(name), value], {})
-            return
-        static = inspect.getattr_static(cls, name, None)
-        if isinstance(static, property) and isinstance(static.fset, types.FunctionType):
-            UserMethodVariable(static.fset, obj).call_function(self, [value], {})
-            return
-        self.store_attr_raw(obj, name, value)
-
-    def store_attr_raw(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        """``object.__setattr__(obj, name, value)``: data descriptors still run, ``__setattr__`` does not."""
-        from .variables.nn_module import NNModuleVariable
-        if not isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)) or getattr(obj, "is_constant", False):
-            unimplemented(f"setting attribute {name!r} on {obj.describe()}")
-        cls = obj.python_type()
-        static = inspect.getattr_static(cls, name, None)
-        if hasattr(static, "__set__") and not isinstance(static, types.MemberDescriptorType):  # (__slots__)
-            unimplemented(f"assigning {name!r} runs Python code ({cls.__name__}.{name} is a "
-                          f"{type(static).__name__} descriptor)", "assign it outside the compiled function")
-        if not isinstance(static, types.MemberDescriptorType) and not any("__dict__" in vars(k) for k in cls.__mro__):
-            # instances of a class with __slots__ (and no __dict__ slot) take only their slots
-            if static is not None:
-                unimplemented(f"assigning {name!r}, a class attribute of {cls.__name__} whose instances have no "
-                              "__dict__", "Python raises its AttributeError itself")
-            message = f"'{cls.__name__}' object has no attribute '{name}'"
-            raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
-        self.output.side_effects.store_attr(obj, name, value)
-
-    def DELETE_ATTR(self, inst):
-        self.delete_attr(self.pop(), inst.argval)
-
-    def delete_attr(self, obj: VariableTracker, name: str) -> None:
-        """``del obj.name``: a side effect like a store (the generated code deletes it from the real object)."""
-        if not isinstance(obj, UserDefinedObjectVariable) or obj.is_constant:
-            unimplemented(f"deleting attribute {name!r} of {obj.describe()}")
-        cls = obj.python_type()
-        static = inspect.getattr_static(cls, name, None)
-        if cls.__delattr__ is not object.__delattr__ or hasattr(static, "__delete__") or hasattr(static, "__set__"):
-            unimplemented(f"deleting {name!r} runs Python code ({cls.__name__} has __delattr__ or a descriptor)",
-                          "delete it outside the compiled function")
-        if not obj.has_instance_attr(self, name):
-            unimplemented(f"{cls.__name__} object has no attribute {name!r} to delete",
-                          "the frame runs eagerly so Python raises AttributeError")
-        self.output.side_effects.delete_attr(obj, name)
-
-    def LOAD_SUPER_ATTR(self, inst):  # 3.12: super().name
-        self_vt = self.pop()
-        cls_vt = self.pop()
-        self.pop()  # the global `super`
-        attr = SuperVariable(cls_vt.as_python_constant(), self_vt).var_getattr(self, inst.argval)
-        if inst.arg & 1:
-            self.push(NullVariable())
-        self.push(attr)
 
     # --- operators ------------------------------------------------------------------------------------------
     def BINARY_OP(self, inst):
@@ -642,15 +520,6 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
         return tx.run_inline()
 
     # --- imports, returns ---------------------------------------------------------------------------------------
-    def IMPORT_NAME(self, inst):
-        fromlist = self.pop().as_python_constant()
-        level = self.pop().as_python_constant()
-        module = importlib.__import__(inst.argval, self.f_globals, None, fromlist, level)
-        self.push(PythonModuleVariable(module, source=ImportSource(module.__name__)))
-
-    def IMPORT_FROM(self, inst):
-        self.push(self.stack[-1].var_getattr(self, inst.argval))
-
     def RETURN_GENERATOR(self, inst):
         unimplemented("generator functions are not traced", "return a list instead of yielding")
 
