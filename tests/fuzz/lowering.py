@@ -48,8 +48,9 @@ raised to it is NaN in eager and ``1 / x`` in ours (seed 5907464 of --int --matm
 holding NaN is NaN at two more outputs in ours than in eager's, the same ATen op called with other strides (seed
 5902469 of --int --matmul). On CUDA (``--device cuda``): eager's fp16/bf16 ``cumsum``
 and ``cumprod`` round every partial sum (product) to the tensor's type in its parallel scan's order, where ours
-computes in fp32 and rounds each output once (seeds 1400406, 1400955, 1412646 of the twenty-third session; ours is
-the closer to float64); its ``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
+computes in fp32 and rounds each output once (seeds 1400406, 1400955, 1412646 of the twenty-third session, and the
+fp16 ``cumsum`` of 7500345, 7503120 and 7508173 of --matmul, twenty-sixth; ours is the closer to float64); its
+``sigmoid`` and ``tan`` use the accurate ``expf``/``tanf`` where ours use Triton's fast
 ``exp``, ``sin`` and ``cos`` (a few ulp; a ``floor`` after them can show it); its ``softmax`` is an ulp from ours
 (ours the closer to float64), which a ``floor_divide`` after it can show (seed 7105392 of --matmul, twenty-fifth
 session); its fp32 ``addcmul`` rounds other than ours, ``a + (0.5 * a) * b`` with two roundings, and is not a
