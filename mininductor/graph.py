@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     index_lowering,
     ir,
     metrics,
+    pad_lowering,
     pool_lowering,
     reduction_lowering,
     view_lowering,

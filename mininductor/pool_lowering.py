@@ -33,7 +33,8 @@ import torch
 
 from .indexing import FloorDiv, is_symbolic, known_true
 from .ir import Pointwise, Reduction, TensorBox
-from .lowering import _in_range, _masked_load, _size_value, meta_val, origins_of, register_lowering
+from .lowering import meta_val, origins_of, register_lowering
+from .pad_lowering import _in_range, _masked_load, _size_value
 from .virtualized import ops
 
 aten = torch.ops.aten
