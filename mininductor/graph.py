@@ -182,7 +182,9 @@ def _refuse_a_symbolic_layout_with_gaps(node) -> None:
     forward's saved output is read by a backward compiled for the traced strides: it read every other element of
     the copy, and past its end (wrong gradients; lowering fuzz --grad --zero --dynamic --int, seed 1001745).  As
     for a permuted layout that cannot be kept (``_eager_stride``), the symbolic compile refuses; per shape, the
-    view is a strided window again."""
+    view is a strided window again.  (That view itself is a window now: ``n`` is an int input, and
+    ``as_strided_layout`` reads int inputs as sizes since the twenty-sixth session.  The rule stays for views no
+    window expresses.)"""
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if not isinstance(val, torch.Tensor):
         return

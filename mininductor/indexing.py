@@ -424,8 +424,10 @@ class _FloatPrinter(_Printer):
         raise NotImplementedError(f"a float size {e}")
 
 
-def linear_stride(expr, var) -> int | None:
-    """The integer coefficient of ``var`` in ``expr`` if ``expr`` is linear in it, else None."""
+def linear_stride(expr, var, int_inputs=frozenset()) -> int | None:
+    """The coefficient of ``var`` in ``expr`` if ``expr`` is linear in it, else None: an integer, or sizes (and
+    the symbols of ``int_inputs``: a graph's int inputs, which a view's strides may hold, ``F.pad(x, (0, n))``'s
+    row length ``n + 1``)."""
     expr = sympy.expand(expr)
     if var not in expr.free_symbols:
         return 0
@@ -437,7 +439,7 @@ def linear_stride(expr, var) -> int | None:
         return int(coeff)
     # a symbolic stride (``s21*x0``): only size symbols, which the ShapeEnv makes positive; loop variables are
     # merely nonnegative, so a coefficient that holds one means the index is not linear in ``var``
-    if coeff.free_symbols and all(s.is_positive for s in coeff.free_symbols):
+    if coeff.free_symbols and all(s.is_positive or s in int_inputs for s in coeff.free_symbols):
         return coeff
     return None
 

@@ -510,8 +510,10 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     if len(captured) != 1 or captured[0][0] != inner.get_name():
         return None
     expr = sympy.expand(captured[0][1])
-    strides = [linear_stride(expr, v) for v in vars_]
-    if any(s is None or s < 0 for s in strides):  # torch.as_strided takes no negative strides (flip)
+    int_inputs = frozenset(V.graph.size_sources) if V.graph is not None else frozenset()
+    strides = [linear_stride(expr, v, int_inputs) for v in vars_]
+    # torch.as_strided takes no negative strides (flip); a stride of sizes and int inputs is a product of sizes
+    if any(s is None or s.is_negative or s.is_number and s < 0 for s in map(sympy.sympify, strides)):
         return None
     offset = expr.subs({v: 0 for v in vars_})
     if not (offset.is_Integer or offset.free_symbols and all(s.is_positive for s in offset.free_symbols)):
