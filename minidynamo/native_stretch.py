@@ -125,7 +125,8 @@ def mask_subscript(a, m):
 
 def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:
     """Put the locals the stretch reads in their real slots, copy its instructions, keep ``___live_`` copies of
-    what it stores (``continue_at`` hands those on), and keep its break for the frame's record.  Returns its net stack effect."""
+    what it stores (``continue_at`` hands those on), and keep its break for the frame's record.  Returns its net
+    stack effect."""
     for name in sorted(stretch.read):
         cg.load_local(f"___live_{name}")
         cg.store_local(name)
