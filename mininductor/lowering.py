@@ -193,8 +193,8 @@ def make_pointwise_lowering(op_name: str, kind: str = "default") -> Callable:
 
 
 _UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "sin", "cos",
-          "tan", "tanh", "sigmoid", "erf", "erfc", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-          "floor", "ceil", "trunc", "round", "sign", "reciprocal", "relu", "bitwise_not"]
+          "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "asin", "acos", "atan", "sinh", "cosh",
+          "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "round", "sign", "reciprocal", "relu", "bitwise_not"]
 _BINARY = ["maximum", "minimum", "fmax", "fmin", "atan2", "hypot", "bitwise_and", "bitwise_or", "bitwise_xor",
            "copysign", "bitwise_left_shift", "bitwise_right_shift"]  # remainder, fmod: _remainder_lowering
 _COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "signbit"]

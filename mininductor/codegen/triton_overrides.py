@@ -13,7 +13,7 @@ through the kernel's ``_emit(text, dtype)``.  The simple ops are one line of tex
 * ``round`` and ``signbit``, exact; ``pow``, ``hypot``, ``expm1``/``log1p``/``tanh``/``sinh``/``cosh``, their
   inverses and the ``atan`` family: on the GPU CUDA's libdevice ([Note: libdevice on the GPU]), under the
   interpreter (which has no libdevice) portable formulas with C's answers at the edges ([Note: small-argument math
-  without libdevice]).
+  without libdevice]).  ``erfc``, ``lgamma`` and ``erfinv`` the same way, in ``triton_special.py``.
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ import torch
 
 from .. import config
 from .triton_ops import BINARY, GPU_UNARY, INTERPRETED_UNARY, TL_DTYPE, UNARY
+from .triton_special import SpecialFunctions
 
 
-class TritonOverrides:
+class TritonOverrides(SpecialFunctions):
     """The math half of ``TritonKernel``'s ops handler (needs ``_emit``, ``_dtype``, ``_rounded``, ``interpret``,
     ``constant``)."""
 
@@ -299,26 +300,6 @@ class TritonOverrides:
             return self._emit(f"{self.tanh(wide)}.to(tl.float32)", torch.float32)
         t = self.expm1(self._emit(f"-2.0 * tl.abs({x})", dtype))
         return self._odd(x, self._emit(f"-{t} / ({t} + 2.0)", dtype), dtype)
-
-    def erfc(self, x: str) -> str:
-        """The complementary error function, without the cancellation of ``1 - erf(x)``, which is 0 from ``x =
-        3.9`` (fp32; fp64: 5.9) where the answer is still a normal number (``erfc(9) = 4.1e-37``). On the GPU,
-        libdevice's, as eager's CUDA kernel. Under the interpreter, in fp64 whatever the dtype: below
-        ``|x| = 3``, ``1 - erf(|x|)`` is within 2.4e-12 of the answer; from 3 on, the continued fraction
-        ``exp(-a^2) / (sqrt(pi) * (a + (1/2) / (a + 1 / (a + (3/2) / ...))))``, 24 levels deep, evaluated from the
-        bottom up, within 6e-14 (the rounding of ``a^2``); a negative ``x`` gives ``2 - erfc(-x)``."""
-        if not self.interpret:  # [Note: libdevice on the GPU]
-            return self._libdevice("erfc", x)
-        dtype = self._float(x)
-        e = lambda text: self._emit(text, torch.float64)
-        a = e(f"tl.abs({x}.to(tl.float64))")
-        fraction = a
-        for k in range(24, 0, -1):
-            fraction = e(f"{a} + {k / 2} / {fraction}")
-        tail = e(f"tl.exp(-{a} * {a}) / ({math.sqrt(math.pi)!r} * {fraction})")
-        positive = e(f"tl.where({a} < 3.0, 1.0 - tl.erf({a}), {tail})")
-        result = e(f"tl.where({x} < 0, 2.0 - {positive}, {positive})")
-        return result if dtype == torch.float64 else self._emit(f"{result}.to({TL_DTYPE[dtype]})", dtype)
 
     def sinh(self, x: str) -> str:
         """``(m + m / (m + 1)) / 2`` with ``m = expm1(|x|)``; past |x| = 20, ``exp(|x|/2)^2 / 2``, which does not

@@ -52,6 +52,32 @@ def test_libdevice_functions_keep_denormals_as_eager_does():
     assert all(cfg.get("enable_reflect_ftz") is False for cfg in gpu_configs) == bool(KEEP_DENORMALS)
 
 
+_LGAMMA_X = torch.cat([torch.linspace(-20, 30, 2001), torch.tensor([
+    0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -2.5, -4.5, 0.5, -0.5, 1e-30, -1e-30, 1e-40, 1 + 1e-7, 2 - 1e-7, 171.6, 1e10,
+    -1e10 + 0.5, 1e30, 3.4e38, float("inf"), -float("inf"), float("nan")])])
+_ERFINV_X = torch.cat([torch.linspace(-1, 1, 2001), torch.tensor([
+    0.0, -0.0, 1.0, -1.0, 1.5, -2.0, 0.5, 0.4999999, 1 - 1e-7, -1 + 1e-7, 1e-30, 1e-40, float("nan")])])
+
+
+@pytest.mark.parametrize("fn, x", [(torch.lgamma, _LGAMMA_X), (torch.erfinv, _ERFINV_X)], ids=["lgamma", "erfinv"])
+def test_lgamma_and_erfinv_are_lowered(fn, x):
+    """``lgamma`` and ``erfinv`` fell back to ATen (the lowering fuzzer counted both).  The GPU calls libdevice's,
+    as eager's CUDA kernels; the interpreter computes in fp64 (triton_special.py: Lanczos with the reflection
+    formula; a first guess and Halley steps).  Against eager: fp64 within 1e-13 relative (3e-15 absolute near
+    lgamma's zeros at 1 and 2), fp32 within 3e-7, fp16/bf16 through fp32; the poles, +-inf, NaN and the signed
+    zeros as C's.  erfinv's gradient is pointwise too; lgamma's is digamma, which still falls back."""
+    for dtype, rtol, atol in ((torch.float64, 1e-13, 3e-15), (torch.float32, 3e-7, 1e-7)):
+        check(fn, x.to(dtype), atol=atol, rtol=rtol, kernels=1, fallbacks=0)
+    check(lambda h, b: (fn(h), fn(b)), x.half(), x.bfloat16(), atol=1e-2, rtol=8e-3, kernels=2, fallbacks=0)
+    inside = x[torch.isfinite(x) & (x.abs() < (1 if fn is torch.erfinv else 25)) & (x != x.round())]
+    (ours,), (theirs,) = leaves(inside.to(torch.float64).to(DEVICE))
+    metrics.reset()
+    minidynamo.minicompile(lambda t: fn(t * 0.9).sum())(ours).backward()
+    fn(theirs * 0.9).sum().backward()
+    assert torch.allclose(ours.grad, theirs.grad, rtol=1e-12, atol=1e-12)
+    assert metrics.fallback_count == (1 if fn is torch.lgamma else 0), metrics.fallback_ops
+
+
 def test_nextafter_steps_the_bits_exactly():
     """``torch.nextafter`` fell back to ATen (the lowering fuzzer counted it in every mode). Now one step of the
     float's bits, with C's edges: toward a smaller value from a negative number, from a zero to the smallest
