@@ -180,7 +180,8 @@ def _computable(joint: torch.fx.GraphModule, inputs: list[Node]) -> set[Node]:
 # backward returns ``s77`` of its tangent's ``s77 + 3`` elements, and asks no size query that would save ``x``;
 # with an int width ``n`` the tangent has ``s77 + s86`` and the saved ``n`` gives ``s86``: ``_solve_sizes``).
 # The min-cut never saves a size: size nodes have no edge in its flow network. An int input (``x[:n]``'s ``n``) is
-# the one size the backward takes as it is: no shape holds it, so it is saved (``_int_primals``).
+# the one size the backward takes as it is: no shape holds it, so it is saved (``_int_primals``), and a rebuilt
+# size may use it whole (``n * s20``, the rows of ``b.repeat(n, 1)``'s gradient: seed 6300157).
 SIZE_QUERIES = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int, aten.sym_storage_offset.default}
 
 
@@ -231,12 +232,17 @@ def _find_size(expr, candidates: list[Node]) -> tuple[Node, tuple[int, ...] | No
 
 
 def _symbol_dims(expr, candidates: list[Node]) -> dict | None:
-    """``{symbol: (node, dim)}``: for each symbol of ``expr``, a candidate with that symbol as a size, where
-    ``expr`` is arithmetic ``_rebuild_size`` can write; None if a symbol is in no candidate's shape."""
+    """``{symbol: (node, dim)}``: for each symbol of ``expr``, a candidate with that symbol as a size (or an int
+    candidate that is the symbol: dim None), where ``expr`` is arithmetic ``_rebuild_size`` can write; None if a
+    symbol is in no candidate's shape."""
     if not _rebuildable(expr):
         return None
     dims = {}
+    ints = {n.meta["val"].node.expr: n for n in candidates if isinstance(n.meta.get("val"), torch.SymInt)}
     for symbol in expr.free_symbols:
+        if symbol in ints:  # a saved int input (``repeat(n, 1)``'s ``n``) is the symbol itself: dim None
+            dims[symbol] = (ints[symbol], None)
+            continue
         found = _find_size(symbol, candidates)
         if found is None or found[1] is None or len(found[1]) != 1:
             return None
@@ -262,6 +268,8 @@ def _rebuild_size(graph: torch.fx.Graph, expr, dims: dict, env: dict):
         return int(expr)
     if isinstance(expr, sympy.Symbol):
         node, dim = dims[expr]
+        if dim is None:  # an int input of the graph
+            return env[node]
         size = graph.call_function(aten.sym_size.int, (env[node], dim))
         size.meta["val"] = node.meta["val"].shape[dim]
         return size

@@ -117,9 +117,10 @@ print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=12))"""),
 ## How upstream differs
 
 On this model `torch.compile` captures 3 graphs (it skips the frame with the per-expert loop break) and runs the
-loop eagerly; on an H200 it is slower than eager (7.75 ms vs 5.79 ms forward at reference size). minidynamo breaks
-inside the loop and keeps compiling around it, with one set of cache entries for all experts: 7.57 ms in the same
-run, still slower than eager -- each expert pays Python for its frame, guards and launches where eager pays ATen's
-C++ dispatch. The speed story belongs to the GPU:
+loop eagerly; on an H200 it is slower than eager (16.28 ms vs 10.15 ms forward at reference size, interleaved, on
+a slow host). minidynamo breaks inside the loop and keeps compiling around it, with one set of cache entries for
+all experts and one frame and one `nonzero` sync per expert: 13.40 ms in the same run, faster than
+`torch.compile` and still slower than eager -- each expert pays Python for its frame, guards and launches where
+eager pays ATen's C++ dispatch. The speed story belongs to the GPU:
 see `docs/benchmarks.md` and `docs/11-moe-end-to-end.md`."""),
     ]

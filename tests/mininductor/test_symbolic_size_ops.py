@@ -581,3 +581,26 @@ def test_an_expanded_output_with_an_int_input_in_its_strides_is_a_window():
         assert_same((out, x.grad), (ref, x_ref.grad))
     assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def test_a_backward_size_of_a_shape_and_an_int_input_is_rebuilt():
+    """``(b.repeat(n, 1) @ c.t()).reshape(-1)``: the backward views its tangent, of ``n*s20*s20`` elements, as
+    ``(n*s20, s20)``, and no saved tensor has ``n*s20`` rows (``b`` is saved, and ``repeat`` is redone).  ``n`` is
+    a saved int input; ``_symbol_dims`` did not count it as a holder of its symbol, so the partition refused and
+    the graph compiled per shape (lowering fuzz --grad --int --dynamic, seed 6300157).  Now ``n * sym_size(b, 0)``:
+    values and gradients as eager's, one symbolic compile."""
+    def fn(b, c, n):
+        return c @ (c - b).t(), (b.repeat(n, 1) @ c.t()).reshape(-1)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for rows, n in ((2, 5), (4, 5), (6, 3)):
+        (b,), (b_ref,) = leaves(torch.randn(rows, 2, dtype=torch.float64, device=DEVICE))
+        c = torch.randn(rows, 2, dtype=torch.float64, device=DEVICE)
+        outs, refs = compiled(b, c, n), fn(b_ref, c, n)
+        weights = [torch.randn(r.shape, dtype=torch.float64, device=DEVICE) for r in refs]
+        sum((o * w).sum() for o, w in zip(outs, weights)).backward()
+        sum((r * w).sum() for r, w in zip(refs, weights)).backward()
+        assert_same((*outs, b.grad), (*refs, b_ref.grad))
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0, metrics.fallback_ops
