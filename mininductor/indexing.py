@@ -8,6 +8,7 @@ Mirrors ``torch/utils/_sympy/functions.py`` and ``torch/_inductor/sizevars.py`` 
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -246,14 +247,22 @@ def divides(d, n) -> bool:
     view_lowering.py).  The divisor may be a symbol too: ``x.reshape(n, -1)`` of an int input ``n`` guards
     ``Eq(Mod(s27*s77, s86), 0)``.  Traced strides hold such divisions too, which the check that an output's
     strides are dense reads through ``exact_quotients`` (graph.py)."""
-    from torch.utils._sympy.functions import Mod
     if exact_polynomial_quotient(n, d):  # ``s13**2 - s13`` by ``s13``: a traced ``x[::s13]`` of ``s13**2`` rows
         return True
-    if known_true(sympy.Eq(Mod(n, d), 0)):
+    if _guarded_multiple(n, d):
         return True
-    # a factor's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``
+    # a part's divisibility is the product's: the guards may say ``Eq(Mod(s31, s81), 0)`` of ``s31*s46``, or
+    # ``Eq(Mod(s80*s9, s82), 0)`` of ``s4*s80*s9`` (lowering fuzz --grad --int --dynamic, seed 6400208)
     factors = sympy.Mul.make_args(n)
-    return len(factors) > 1 and any(known_true(sympy.Eq(Mod(f, d), 0)) for f in factors)
+    parts = (sympy.Mul(*c) for k in range(1, len(factors)) for c in itertools.combinations(factors, k))
+    return len(factors) > 1 and any(_guarded_multiple(part, d) for part in parts)
+
+
+def _guarded_multiple(n, d) -> bool:
+    """Is ``n % d == 0`` a guard, as sympy's ``Mod`` or as torch's ``PythonMod`` (Python's ``%``, which Dynamo
+    records for ``x.numel() % n == 0``; the two agree on sizes)?"""
+    from torch.utils._sympy.functions import Mod, PythonMod
+    return known_true(sympy.Eq(Mod(n, d), 0)) or known_true(sympy.Eq(PythonMod(n, d), 0))
 
 
 def exact_polynomial_quotient(n, d) -> bool:

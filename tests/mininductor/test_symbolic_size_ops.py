@@ -604,3 +604,20 @@ def test_a_backward_size_of_a_shape_and_an_int_input_is_rebuilt():
         assert_same((*outs, b.grad), (*refs, b_ref.grad))
     assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="replays a CPU lowering-fuzz program")
+def test_a_reshape_whose_divisibility_a_part_guards_is_a_view():
+    """``b.reshape(n, -1)`` of an ``(s80, s9, s4)`` tensor, in the lowering fuzzer's program 6400208 (--grad --int
+    --dynamic: the reshape, a ``mean``, a ``repeat``, a ``transpose @``, a ``softmax``).  Its guards say
+    ``Eq(PythonMod(s4*s80*s9, s82), 0)`` -- Python's ``%``, torch's ``PythonMod``, not sympy's ``Mod`` -- and
+    ``Eq(Mod(s80*s9, s82), 0)`` of a part of the product; ``divides`` asked only ``Mod`` of the whole product and
+    of single factors, so the view could not pair ``[s80, s9, s4]`` with ``[s82, (s4*s80*s9)//s82]`` and fell back
+    to ATen, forward and backward.  Now both forms and every part count ([Note: divisions the guards make
+    exact]): values and gradients as eager's, no fallback."""
+    from tests.fuzz.lowering import check_grad, generate
+    inputs, steps = generate(6400208, True, False, True)
+    metrics.reset()
+    assert check_grad(6400208, inputs, steps, dynamic=True) is None  # values and gradients, two shapes
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
