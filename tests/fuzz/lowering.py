@@ -25,7 +25,8 @@ way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest valu
 NaN, its vectorised ``gelu`` is -0.0 from x = -5.5274 down (its ``erf`` reaches -1), where its scalar path and ours
 give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16
 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; ill-conditioned chains (``sin`` of a ``expm1``
-of 1e5) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
+of 1e5; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic) amplify
+one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
 inf * 0 is NaN), its ``cumsum`` of float32 adds in float64 and its ``var``/``std`` of float32 accumulate in
 float64 (a squared deviation past 3.4e38 stays finite there; seed 963892 of --zero --int), where we, like eager's CUDA kernels, use float32 (a
 ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below -88 is a float32 denormal
