@@ -23,6 +23,7 @@ from .indexing import (
     divides,
     exact_quotients,
     is_symbolic,
+    known_true,
     product,
     size_hint,
     statically_true,
@@ -254,7 +255,12 @@ def _same_size(a, b) -> bool:
     if sympy.expand(exact_quotients(sympy.sympify(a - b))) == 0:
         return True
     fixed = _quotients_the_guards_fix()
-    return bool(fixed) and is_symbolic(a - b) and sympy.expand((a - b).xreplace(fixed)) == 0
+    if fixed and is_symbolic(a - b) and sympy.expand((a - b).xreplace(fixed)) == 0:
+        return True
+    # a guard that says so: a gradient summed to ``[1, s46]`` views as a ``diagonal``'s ``[Min(s31, s46)]`` after a
+    # broadcast guarded ``Eq(s46, Min(s31, s46))`` (lowering fuzz --grad --zero --dynamic, seed 6710278)
+    a, b = as_torch_sympy(sympy.sympify(a)), as_torch_sympy(sympy.sympify(b))
+    return is_symbolic(a - b) and known_true(sympy.Eq(a, b))
 
 
 def _quotients_the_guards_fix() -> dict:

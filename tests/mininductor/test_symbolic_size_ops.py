@@ -621,3 +621,28 @@ def test_a_reshape_whose_divisibility_a_part_guards_is_a_view():
     assert check_grad(6400208, inputs, steps, dynamic=True) is None  # values and gradients, two shapes
     assert metrics.fallback_count == 0, metrics.fallback_ops
     assert not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
+
+
+def test_a_view_pairs_sizes_a_guard_says_are_equal():
+    """``torch.where(b > 0, b, torch.diagonal(a))`` broadcasts the diagonal, of ``Min(rows, cols)`` elements,
+    against ``b``'s ``cols`` columns: Dynamo guards ``Eq(cols, Min(rows, cols))``.  The backward sums a gradient
+    to ``[1, cols]`` and views it as the diagonal's ``[Min(rows, cols)]``, sizes equal only through that guard;
+    the view fell back to ATen, forward and backward (lowering fuzz --grad --zero --dynamic, seed 6710278).
+    ``_same_size`` now asks the ShapeEnv too: values and gradients as eager's over three shapes, no fallback."""
+    def fn(a, b):
+        d = torch.diagonal(a)
+        f = torch.erf(d)
+        return a * f + torch.where(b > 0, b, d), f.flip(0)
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    metrics.reset()
+    for rows, cols in ((5, 2), (10, 2), (7, 3)):
+        (a, b), (a_ref, b_ref) = leaves(torch.randn(rows, cols, dtype=torch.float64, device=DEVICE),
+                                        torch.randn(rows, cols, dtype=torch.float64, device=DEVICE))
+        outs, refs = compiled(a, b), fn(a_ref, b_ref)
+        weights = [torch.randn(r.shape, dtype=torch.float64, device=DEVICE) for r in refs]
+        sum((o * w).sum() for o, w in zip(outs, weights)).backward()
+        sum((r * w).sum() for r, w in zip(refs, weights)).backward()
+        assert_same((*outs, a.grad, b.grad), (*refs, a_ref.grad, b_ref.grad))
+    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
+    assert metrics.fallback_count == 0, metrics.fallback_ops
