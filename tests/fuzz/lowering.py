@@ -24,9 +24,9 @@ of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs wit
 way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
 NaN, its vectorised ``gelu`` is -0.0 from x = -5.5274 down (its ``erf`` reaches -1), where its scalar path and ours
 give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16
-``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; an ``addcmul`` of an fp32 ``erfc`` of 9.7 is
-0 in eager where float64's is the denormal 4.5e-45 and ours 1.4e-45, which a ``where(v > 0)`` after it shows (seed
-6810219 of --grad --int --dynamic); ill-conditioned chains (``sin`` of a ``expm1``
+``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; its fp32 ``erfc(10.05)`` is 0 where float64's
+7.5e-46 rounds to the smallest denormal, 1.4e-45 (ours), which a ``where(v > 0)`` after it shows (seed 6810219 of
+--grad --int --dynamic); ill-conditioned chains (``sin`` of a ``expm1``
 of 1e5; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic) amplify
 one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
 inf * 0 is NaN), its ``cumsum`` of float32 adds in float64 and its ``var``/``std`` of float32 accumulate in
