@@ -27,8 +27,9 @@ give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dyna
 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; its fp32 ``erfc(10.05)`` is 0 where float64's
 7.5e-46 rounds to the smallest denormal, 1.4e-45 (ours), which a ``where(v > 0)`` after it shows (seed 6810219 of
 --grad --int --dynamic); ill-conditioned chains (``sin`` of a ``expm1``
-of 1e5; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic) amplify
-one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
+of 1e5; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``cos``
+after two fp32 ``addcmul``s, whose gradients eager's and ours both miss float64's by more than their size: seed
+6410030 of --grad --dynamic) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
 inf * 0 is NaN), its ``cumsum`` of float32 adds in float64 and its ``var``/``std`` of float32 accumulate in
 float64 (a squared deviation past 3.4e38 stays finite there; seed 963892 of --zero --int), where we, like eager's CUDA kernels, use float32 (a
 ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below -88 is a float32 denormal
