@@ -513,7 +513,7 @@ def as_strided_layout(node: IRNode) -> ReinterpretView | None:
     int_inputs = frozenset(V.graph.size_sources) if V.graph is not None else frozenset()
     strides = [linear_stride(expr, v, int_inputs) for v in vars_]
     # torch.as_strided takes no negative strides (flip); a stride of sizes and int inputs is a product of sizes
-    if any(s is None or s.is_negative or s.is_number and s < 0 for s in map(sympy.sympify, strides)):
+    if any(s is None or (s < 0 if isinstance(s, int) else s.is_negative) for s in strides):
         return None
     offset = expr.subs({v: 0 for v in vars_})
     if not (offset.is_Integer or offset.free_symbols and all(s.is_positive for s in offset.free_symbols)):

@@ -143,6 +143,28 @@ def pool_gradient_matches_eager(fn, shape=(2, 3, 7, 9)):
     assert metrics.fallback_count == 0, metrics.fallback_ops
 
 
+def backward_with_weights(ours, theirs) -> None:
+    """Backward through our outputs and eager's of ``sum(out * w)``, one random weight per element, shared."""
+    ours, theirs = (ours, theirs) if isinstance(theirs, (tuple, list)) else ((ours,), (theirs,))
+    weights = [torch.randn_like(t) for t in theirs]
+    sum((o * w).sum() for o, w in zip(ours, weights)).backward()
+    sum((t * w).sum() for t, w in zip(theirs, weights)).backward()
+
+
 def frames_ok() -> int:
     """How many frames minidynamo compiled since the last ``minidynamo.reset()``."""
     return minidynamo.counters["frames"]["ok"]
+
+
+def trains_once_with_an_int(fn, cases, loss=lambda out: out) -> None:
+    """``fn(x, w, n)`` compiled with ``dynamic=True`` and trained at each ``(rows, n)`` of ``cases``: values and
+    gradients against eager, then one frame and one symbolic compile for every value of ``n``, no fallback."""
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows, n in cases:
+        (x, w), (x_ref, w_ref) = leaves(torch.randn(rows, 3, device=DEVICE), torch.randn(3, device=DEVICE))
+        out, ref = compiled(x, w, n), fn(x_ref, w_ref, n)
+        loss(out).backward()
+        loss(ref).backward()
+        assert_same((out, x.grad, w.grad), (ref, x_ref.grad, w_ref.grad))
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+    assert not metrics.symbolic_fallbacks and metrics.fallback_count == 0, metrics.fallback_ops
