@@ -1,6 +1,7 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--no-torch-compile]
+                                    [--reduce-overhead]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -10,7 +11,8 @@ the end of each batch of calls (the tutorial MoE syncs inside every forward anyw
 ``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
 the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing.
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
-steps; gradients of the first step are checked against eager first.
+steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
+``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
 """
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--launcher-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--reduce-overhead", action="store_true")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     base = make_moe("tutorial", "reference", seed=0).cuda()
@@ -92,6 +95,11 @@ def main() -> None:
     models = {"eager": copy.deepcopy(base), "minicompile": minidynamo.minicompile(copy.deepcopy(base))}
     if not args.no_torch_compile:
         models["torch.compile"] = torch.compile(copy.deepcopy(base))
+    if args.reduce_overhead:
+        models["minicompile reduce-overhead"] = minidynamo.minicompile(copy.deepcopy(base), mode="reduce-overhead")
+        if not args.no_torch_compile:
+            models["torch.compile reduce-overhead"] = torch.compile(copy.deepcopy(base), mode="reduce-overhead")
+    forward_only = {name for name in models if name.endswith("reduce-overhead")}
     before = {name: None for name in models}
     if args.launcher_ab:  # the same compiled model, launched each way
         models["minicompile, Triton's launcher"] = models["minicompile"]
@@ -112,6 +120,8 @@ def main() -> None:
     grads = {}
     steps = {}
     for name, model in models.items():
+        if name in forward_only:
+            continue
         model.train()
         if before[name] is not None:
             before[name]()
@@ -128,7 +138,7 @@ def main() -> None:
         missing = sum((a is None) != (b is None) for a, b in pairs)
         print(f"first-step gradients {name:>20}: max abs diff vs eager {worst:.2e}, "
               f"{missing} gradients present in one but not the other", flush=True)
-    step_cases = {n: (steps.get(n, steps["minicompile"]), before[n]) for n in models}
+    step_cases = {n: (steps.get(n, steps["minicompile"]), before[n]) for n in models if n not in forward_only}
     train = interleave(step_cases, max(3, args.rounds - 2), args.steps)
 
     device = torch.cuda.get_device_name()
@@ -136,7 +146,8 @@ def main() -> None:
           f"median of {args.rounds} interleaved rounds")
     print(f"| {'compiler':<32} | forward ms | train step ms |\n|---|---|---|")
     for name in models:
-        print(f"| {name:<32} | {forward[name]:10.3f} | {train[name]:13.3f} |")
+        step = f"{train[name]:13.3f}" if name in train else f"{'':13}"
+        print(f"| {name:<32} | {forward[name]:10.3f} | {step} |")
 
 
 if __name__ == "__main__":

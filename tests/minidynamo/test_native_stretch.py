@@ -3,6 +3,8 @@ natively in the same frame ([Note: native stretch]) and shares the first one's n
 Each test compares with eager and asserts frames, breaks and nonzero calls."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -122,13 +124,28 @@ def test_a_one_dimensional_mask_gives_eagers_values_layout_and_gradients(make, m
     a = make()
     got, expected = mask_subscript(a, m), a[m]
     assert torch.equal(got, expected) and got.dtype == expected.dtype and got.stride() == expected.stride()
-    if a.is_floating_point():  # needs a gradient: eager's own subscript, so eager's backward
-        leaf = a.detach().requires_grad_()
+    if a.is_floating_point():  # with a gradient: index_select's backward, equal to eager's
         weights = torch.randn(expected.shape)
-        (mask_subscript(leaf, m) * weights).sum().backward()
         eager_leaf = a.detach().requires_grad_()
         (eager_leaf[m] * weights).sum().backward()
-        assert torch.equal(leaf.grad, eager_leaf.grad)
+        for deterministic in (False, True):
+            leaf = a.detach().requires_grad_()
+            with _deterministic(deterministic):
+                got = mask_subscript(leaf, m)
+            kind = "IndexSelect" if a.is_contiguous() and not deterministic else "Index"
+            assert type(got.grad_fn).__name__ == f"{kind}Backward0"
+            (got * weights).sum().backward()
+            assert torch.equal(leaf.grad, eager_leaf.grad)
+
+
+@contextlib.contextmanager
+def _deterministic(flag: bool):
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(flag)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before)
 
 
 def test_a_captured_variable_keeps_the_usual_resume():
