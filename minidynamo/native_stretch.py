@@ -106,8 +106,8 @@ def mask_subscript(a, m):
 
     With a 1-D mask, ``a[m]`` takes ``a``'s rows at ``m.nonzero()``.  On a contiguous ``a`` that is
     ``a.index_select(0, rows)``: the same values, dtype and (contiguous) layout, through a simpler op than
-    advanced indexing -- about half its host time, paid twice per expert of the tutorial MoE; with a gradient
-    to record, a third (38 against 12 us on an H200 host: the training forward's ``flat_probs[mask]``).  Its
+    advanced indexing -- about half its host time, paid twice per expert of the tutorial MoE (advanced indexing
+    that records a gradient, the training forward's ``flat_probs[mask]``, took 38 us on an H200 host).  Its
     backward is ``index_add`` where eager's is an accumulating ``index_put``: both add each row's gradient
     into its own row (``nonzero``'s rows are distinct, so no two additions meet and the order cannot change a
     bit), so the gradients are equal.  Only under ``torch.use_deterministic_algorithms`` does the subscript keep
