@@ -27,11 +27,12 @@ give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dyna
 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; its fp32 ``erfc(10.05)`` is 0 where float64's
 7.5e-46 rounds to the smallest denormal, 1.4e-45 (ours), which a ``where(v > 0)`` after it shows (seed 6810219 of
 --grad --int --dynamic); ill-conditioned chains (``sin`` of a ``expm1``
-of 1e5; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``cos``
+of 1e5, or of an fp64 ``expm1`` of 102, 2e44: seed 9100164 of --grad --int --dynamic; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``cos``
 after two fp32 ``addcmul``s, whose gradients eager's and ours both miss float64's by more than their size: seed
 6410030 of --grad --dynamic) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
 inf * 0 is NaN), its ``cumsum`` of float32 adds in float64 and its ``var``/``std`` of float32 accumulate in
-float64 (a squared deviation past 3.4e38 stays finite there; seed 963892 of --zero --int), where we, like eager's CUDA kernels, use float32 (a
+float64 (a squared deviation past 3.4e38 stays finite there; seed 963892 of --zero --int, and 9202832 of
+--zero --dynamic, a ``digamma`` of it), where we, like eager's CUDA kernels, use float32 (a
 ``cosh`` after a long ``cumsum`` shows it); eager's ``softplus`` (and ``mish``) of x below -88 is a float32 denormal
 where its decomposition ``log1p(exp(x))`` (ours and upstream's) is 0, which a ``logical_or`` or ``all`` after it
 shows; an op eager refuses for a dtype (``log_softmax`` of a bool tensor) but runs without complaint on an empty
@@ -61,7 +62,11 @@ session); its fp32 ``addcmul`` rounds other than ours, ``a + (0.5 * a) * b`` wit
 single FMA either (26% of 1e6 random elements differ from the fused result), an ulp apart, which a
 ``remainder`` after it amplifies (seed 7100488 of --matmul). On either device: eager's ``bmm`` of an empty
 product skips its check that both operands have one dtype, where ours raises as for any other shape (seed
-7507385 of --matmul --zero).
+7507385 of --matmul --zero). Twenty-seventh session: an ``fmod(1, d)`` of a product ``d`` of about 6e-18 (a
+quotient of 1.7e17) turns the last-ulp difference between our order of products and eager's into 2% (seed
+9202074 of --zero --dynamic); the interpreter's fp64 ``expm1`` past 0.25 is ``exp(x) - 1`` (at most 1.7 ulp
+from the exact value where eager's is within 0.5), which a ``gt`` between nearly equal values after it shows
+(seed 9201171 of --zero --dynamic).
 """
 from __future__ import annotations
 
