@@ -66,8 +66,55 @@ class GradModeVariable(ContextManagerVariable):
     def exit(self, tx):
         set_grad_mode(tx, self.prev)
 
+    def call_function(self, tx, args, kwargs):
+        """``torch.no_grad()(fn)``: the decorator statement ``@torch.no_grad()`` over a function defined in the
+        compiled function. ``torch.set_grad_enabled(b)`` changed the mode when it was made (and its decorator use
+        puts it back), so it keeps the break."""
+        from .functions import BaseUserFunctionVariable
+        if self.prev is None and len(args) == 1 and not kwargs and isinstance(args[0], BaseUserFunctionVariable):
+            return GradModeWrappedFunctionVariable(self.target, args[0])
+        return super().call_function(tx, args, kwargs)
+
     def describe(self):
         return f"grad mode {self.target}"
+
+
+class GradModeWrappedFunctionVariable(VariableTracker):
+    """A function decorated with ``@torch.no_grad()`` or ``@torch.enable_grad()`` inside the compiled function.
+
+    As ``torch.utils._contextlib`` builds it, each call runs the function inside a fresh copy of the context: the
+    call is inlined between a grad-mode change and its undoing, as a ``with`` block would be. Where it must exist
+    for real (live at a graph break, returned, or called natively because its body breaks), the generated code
+    decorates the function again (``grad_mode_wrapped``). Upstream: ``WrappedUserFunctionVariable``."""
+
+    def __init__(self, target: bool, fn: VariableTracker, **kw):
+        super().__init__(**kw)
+        self.target, self.fn = target, fn
+
+    def python_type(self):
+        return self.fn.python_type()
+
+    def describe(self):
+        return f"{self.fn.describe()} decorated with grad mode {self.target}"
+
+    def call_function(self, tx, args, kwargs):
+        ctx = GradModeVariable(self.target)
+        ctx.enter(tx)
+        try:
+            return self.fn.call_function(tx, args, kwargs)
+        finally:
+            ctx.exit(tx)
+
+    def reconstruct(self, codegen):
+        codegen.load_const_object(grad_mode_wrapped, push_null=True)
+        codegen(ConstantVariable(self.target))
+        codegen(self.fn)
+        codegen.call(2)
+
+
+def grad_mode_wrapped(enabled: bool, fn):
+    """``@torch.enable_grad()`` / ``@torch.no_grad()`` applied to ``fn``, in generated code."""
+    return (torch.enable_grad if enabled else torch.no_grad)()(fn)
 
 
 def set_grad_mode(tx, enabled: bool) -> None:
