@@ -239,6 +239,15 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         from .ctx_manager import wrap_context_manager_class
         from .user_defined import UserDefinedClassVariable
         return wrap_context_manager_class(value, None) or UserDefinedClassVariable(value)
+    if isinstance(value, types.FunctionType):
+        # in the closure of a function read from a class: ``@torch.no_grad()`` over a method keeps the method in
+        # ``func`` and ``ctx_factory = no_grad_instance.clone`` -- functions to inline, as VariableBuilder makes
+        # them
+        from .functions import UserFunctionVariable
+        return UserFunctionVariable(value)
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        from .functions import UserMethodVariable
+        return UserMethodVariable(value.__func__, wrap_constant_result(value.__self__))
     if dataclasses.is_dataclass(value) or True:
         from .user_defined import UserDefinedObjectVariable
         return UserDefinedObjectVariable(value, source=None, is_constant=True)

@@ -61,6 +61,8 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
     if isinstance(static, classmethod):
         return UserMethodVariable(static.__func__, UserDefinedClassVariable(cls, source=cls_src))
     if isinstance(static, types.FunctionType):
+        if cls_src is not None:  # the class's function itself: replacing it (``M.helper = ...``) recompiles
+            tx.output.add_guard("ID_MATCH", AttrSource(cls_src, name), static)
         return UserMethodVariable(static, obj)
     if isinstance(getattr(type(static), "__get__", None), types.FunctionType):
         return call_descriptor_get(tx, obj, cls, name, static)

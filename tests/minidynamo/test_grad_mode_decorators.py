@@ -2,8 +2,10 @@
 (``GradModeWrappedFunctionVariable`` in variables/ctx_manager.py): each call is inlined inside the grad mode, as
 eager runs it; where the decorated function must exist for real (live at a graph break, returned, or called
 natively because its body breaks) the generated code decorates it again. Until the twenty-seventh session the
-decorator statement sent the whole frame to eager. Every test compares with eager (values, ``requires_grad``,
-gradients, the grad mode afterwards) and asserts graphs, breaks and fallbacks."""
+decorator statement sent the whole frame to eager, and a decorated *method* of a module broke the graph (the
+functions in its wrapper's closure were opaque objects). A method read from a class is guarded there, so
+replacing it recompiles. Every test compares with eager (values, ``requires_grad``, gradients, the grad mode
+afterwards) and asserts graphs, breaks, recompiles and fallbacks."""
 from __future__ import annotations
 
 import pytest
@@ -141,3 +143,57 @@ def test_set_grad_enabled_as_a_decorator_still_runs_as_eager():
     _same(got[0], expected[0])
     assert got[1] is expected[1] is True and torch.is_grad_enabled()
     assert cnt.frame_count == 0 and _counts() == ({}, {"grad mode False cannot be rebuilt by generated code": 1})
+
+
+class _Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    @torch.no_grad()
+    def stats(self, x):
+        return self.lin(x).abs().mean()
+
+    @torch.enable_grad()
+    def scores(self, x):
+        return self.lin(x).sin()
+
+    def forward(self, x):
+        with torch.no_grad():
+            s = self.scores(x)
+        return self.lin(x) * self.stats(x) + s
+
+
+def test_a_decorated_method_of_a_module_is_inlined():
+    # the method's wrapper (torch.utils._contextlib.decorate_context) keeps the method and the context's `clone`
+    # in its closure; both are inlined, so the module is one graph
+    torch.manual_seed(0)
+    head, x = _Head(), torch.randn(3, 4, requires_grad=True)
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(head, backend=cnt)
+    _same(compiled(x), head(x))
+    got = torch.autograd.grad(compiled(x).sum(), [x, head.lin.weight])
+    expected = torch.autograd.grad(head(x).sum(), [x, head.lin.weight])
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert cnt.frame_count == 1 and _counts() == ({}, {})
+    assert torch.is_grad_enabled()
+
+
+def test_replacing_a_method_on_the_class_recompiles():
+    # a method is read from the class: the class attribute is guarded, so a new function there recompiles instead
+    # of running the old one's graph (a wrong answer before the twenty-seventh session)
+    class Twice(torch.nn.Module):
+        def helper(self, x):
+            return x * 2
+
+        def forward(self, x):
+            return self.helper(x) + 1
+
+    m, x = Twice(), torch.ones(2)
+    cnt = CompileCounter()
+    compiled = minidynamo.minicompile(m, backend=cnt)
+    _same(compiled(x), m(x))
+    Twice.helper = lambda self, x: x * 10
+    _same(compiled(x), m(x))
+    assert cnt.frame_count == 2 and minidynamo.counters["recompiles"]["total"] == 1
