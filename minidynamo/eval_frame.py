@@ -334,11 +334,7 @@ class OptimizedModule(torch.nn.Module):
         super().__init__()
         self._orig_mod = mod
         self._ctx = ctx
-        self._compiled_forward = ctx.wrap(type(mod).forward)
         self._compiled_call = ctx.wrap(_call_module)
-        # a BatchNorm's forward is replaced while tracing ([Note: BatchNorm's cumulative moving average]): that
-        # happens where the module is *called*, so compile the frame that calls it
-        self._call_always = type(mod).forward is _BatchNorm.forward
 
     def __call__(self, *args, **kwargs):
         # Not nn.Module's __call__: hooks (the module's own and global ones) belong to the wrapped module and run
@@ -347,12 +343,18 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         mod = self._modules["_orig_mod"]  # not self._orig_mod: nn.Module.__getattr__ costs ~1 us per call
+        # the forward eager would run, read at each call: a class whose forward is replaced later (a patch, a
+        # mock) compiles the new one, whose code has no cache entry yet
+        forward = type(mod).forward
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
-                any_global_module_hooks() or self._call_always:
+                any_global_module_hooks() or forward is _BatchNorm.forward or "forward" in mod.__dict__ or \
+                type(forward) is not types.FunctionType:
             # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a
-            # frame that *calls* the module, so the translator inlines its hooks around ``forward``.
+            # frame that *calls* the module, so the translator inlines its hooks around ``forward``.  So must a
+            # BatchNorm, whose forward is replaced while tracing ([Note: BatchNorm's cumulative moving average]),
+            # and a forward set on the instance or not a Python function (called natively from that frame).
             return self._compiled_call(mod, *args, **kwargs)
-        return self._compiled_forward(mod, *args, **kwargs)
+        return self._ctx(forward, (mod, *args), kwargs)
 
     def __getattr__(self, name: str):
         try:

@@ -54,6 +54,7 @@ from .resume_execution import (
     Continuation,
     bind_closure,
     compiled_callee,
+    compiled_module_call,
     copy_instruction,
     forward_jump_name,
 )
@@ -261,7 +262,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
         # cannot be bound by name, so a comprehension runs natively)
         return LoadedObject(ctx, v, compiled_callee)
     if isinstance(v, NNModuleVariable) and not has_hooks(v.module) and not any_global_module_hooks():
-        return LoadedObject(ctx.wrapped(type(v.module).forward), v, types.MethodType)
+        return LoadedObject(ctx, v, compiled_module_call)
     return v
 
 

@@ -140,7 +140,12 @@ class NNModuleVariable(VariableTracker):
         from .functions import UserMethodVariable
         if polyfills.uses_cumulative_average(self.module):  # [Note: BatchNorm's cumulative moving average]
             return UserMethodVariable(polyfills.batch_norm_cumulative_average, self).call_function(tx, args, kwargs)
+        if "forward" in self.module.__dict__:
+            unimplemented(f"a forward set on the {type(self.module).__name__} instance itself",
+                          "the module is called natively; define forward on its class to compile it")
         src = AttrSource(AttrSource(self.source, "__class__"), "forward") if self.source else None
+        if self.source is not None:  # [Note: guarding what the class holds] in user_defined.py
+            tx.output.add_guard("ID_MATCH", AttrSource(AttrSource(self.source, "forward"), "__func__"), forward)
         return UserMethodVariable(forward, self, source=src).call_function(tx, args, kwargs)
 
     # --- containers -----------------------------------------------------------------------------------------

@@ -52,18 +52,26 @@ def lookup_class_attribute(tx, obj: VariableTracker, cls: type, name: str, stati
             raise_observed_exception(AttributeError, [ConstantVariable(message)], message)
         unimplemented(f"{cls.__name__} object has no attribute {name!r}",
                       "the frame runs eagerly so Python raises AttributeError itself")
+    # [Note: guarding what the class holds]  What a method call inlines is read from the class, so the class
+    # attribute is guarded: replacing it (``M.helper = ...``, ``mock.patch.object``) recompiles instead of running
+    # the old method's graph. A method is guarded through the object (``L['self'].helper.__func__``), which also
+    # catches one set on the instance later; a property, a data descriptor no instance can shadow, through the class.
     if isinstance(static, property):
         if not isinstance(static.fget, types.FunctionType):
             unimplemented(f"property {name!r} implemented in C")
+        if cls_src is not None:
+            tx.output.add_guard("ID_MATCH", AttrSource(cls_src, name), static)
         return UserMethodVariable(static.fget, obj).call_function(tx, [], {})
     if isinstance(static, staticmethod):
+        if obj.source is not None:
+            tx.output.add_guard("ID_MATCH", AttrSource(obj.source, name), static.__func__)
         return UserFunctionVariable(static.__func__, source=cls_src and AttrSource(cls_src, name))
-    if isinstance(static, classmethod):
-        return UserMethodVariable(static.__func__, UserDefinedClassVariable(cls, source=cls_src))
-    if isinstance(static, types.FunctionType):
-        if cls_src is not None:  # the class's function itself: replacing it (``M.helper = ...``) recompiles
-            tx.output.add_guard("ID_MATCH", AttrSource(cls_src, name), static)
-        return UserMethodVariable(static, obj)
+    if isinstance(static, (classmethod, types.FunctionType)):
+        fn = static.__func__ if isinstance(static, classmethod) else static
+        if obj.source is not None:
+            tx.output.add_guard("ID_MATCH", AttrSource(AttrSource(obj.source, name), "__func__"), fn)
+        bound = UserDefinedClassVariable(cls, source=cls_src) if isinstance(static, classmethod) else obj
+        return UserMethodVariable(fn, bound)
     if isinstance(getattr(type(static), "__get__", None), types.FunctionType):
         return call_descriptor_get(tx, obj, cls, name, static)
     if type(static).__name__ in ("wrapper_descriptor", "method_descriptor", "getset_descriptor",
