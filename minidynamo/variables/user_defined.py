@@ -15,7 +15,7 @@ import types
 import torch
 
 from ..exc import raise_observed_exception, refuse_frame, unimplemented
-from ..source import AttrSource
+from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
 from .constant import ConstantVariable, holds_state_across_calls
 
@@ -409,6 +409,11 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in klass.__dict__:
                 static = klass.__dict__[name]
+                if self.obj.source is not None and isinstance(static, (types.FunctionType, staticmethod)):
+                    # [Note: guarding what the class holds]: type(obj).__mro__[k].__dict__[name] is the function
+                    mro_src = AttrSource(AttrSource(self.obj.source, "__class__"), "__mro__")
+                    held = GetItemSource(AttrSource(GetItemSource(mro_src, mro.index(klass)), "__dict__"), name)
+                    tx.output.add_guard("ID_MATCH", held, static)
                 if isinstance(static, types.FunctionType):
                     return UserMethodVariable(static, self.obj)
                 if isinstance(static, staticmethod):

@@ -1,5 +1,5 @@
 """Replacing what a class holds after a compile -- a method, a static or class method, a property, a submodule's
-``forward``, the compiled module's own ``forward`` -- or setting a method on the instance gives eager's answer
+``forward``, the compiled module's own ``forward``, a parent's method ``super()`` reads -- or setting a method on the instance gives eager's answer
 ([Note: guarding what the class holds] in variables/user_defined.py). Until the twenty-seventh session the class
 attribute was read once, unguarded, and the old graph ran: a wrong answer. Each case compares with eager after the
 change and asserts how many graphs were compiled and whether it counted as a recompile."""
@@ -69,6 +69,11 @@ class _Forward(nn.Module):
         return x * 2
 
 
+class _Child(_Forward):
+    def forward(self, x):
+        return super().forward(x) + 1
+
+
 # (model class, the change, graphs compiled in all, whether the second compile is a recompile of the same code)
 CASES = {
     "method on the class": (_Method, lambda m: setattr(_Method, "helper", lambda self, x: x * 10), 2, True),
@@ -79,6 +84,8 @@ CASES = {
                     2, True),
     "property": (_Property, lambda m: setattr(_Property, "factor", property(lambda self: 9)), 2, True),
     "a submodule's forward": (_Outer, lambda m: setattr(_Inner, "forward", lambda self, x: x * 8), 2, True),
+    "the parent's method super() reads": (_Child, lambda m: setattr(_Forward, "forward", lambda self, x: x * 10),
+                                           2, True),
     # a new forward is new code: a first compile of it, not a recompile
     "the module's own forward": (_Forward, lambda m: setattr(_Forward, "forward", lambda self, x: x * 6), 2, False),
 }
@@ -87,10 +94,10 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_replacing_what_the_class_holds_gives_eagers_answer(case, monkeypatch):
     cls, change, graphs, recompiled = CASES[case]
-    for name in ("helper", "factor", "forward"):  # undone after the test (the classes are shared)
-        if name in vars(cls):
-            monkeypatch.setattr(cls, name, vars(cls)[name])
-    monkeypatch.setattr(_Inner, "forward", _Inner.forward)
+    for klass in (cls, _Forward, _Inner):  # undone after the test (the classes are shared)
+        for name in ("helper", "factor", "forward"):
+            if name in vars(klass):
+                monkeypatch.setattr(klass, name, vars(klass)[name])
     m, x = cls(), torch.ones(2)
     cnt = CompileCounter()
     compiled = minidynamo.minicompile(m, backend=cnt)
