@@ -13,6 +13,7 @@ from mininductor import metrics
 
 from .utils import (
     DEVICE,
+    assert_no_per_shape_compile,
     assert_same,
     backward_with_weights,
     frames_ok,
@@ -43,8 +44,7 @@ def test_a_saved_view_with_gaps_is_not_stored_dense():
         backward_with_weights(out, ref)
         assert out.stride() == ref.stride()
         assert_same((out, x.grad), (ref, x_ref.grad))
-    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert_no_per_shape_compile()
 
 
 def test_a_view_into_an_int_input_rows_is_a_view():
@@ -177,8 +177,7 @@ def test_traced_strides_with_exact_divisions_are_kept_symbolically():
         (a_ref.sin().sum() + b_ref.sum()).backward()
         assert a.stride() == a_ref.stride()
         assert_same((a, b, x.grad, y.grad), (a_ref, b_ref, x_ref.grad, y_ref.grad))
-    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert_no_per_shape_compile()
 
 
 def test_an_expanded_output_with_an_int_input_in_its_strides_is_a_window():
@@ -198,8 +197,7 @@ def test_an_expanded_output_with_an_int_input_in_its_strides_is_a_window():
         backward_with_weights(out, ref)
         assert out.stride() == ref.stride()
         assert_same((out, x.grad), (ref, x_ref.grad))
-    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert_no_per_shape_compile()
 
 
 def test_a_reshape_whose_divisibility_a_part_guards_is_a_view():
@@ -238,5 +236,4 @@ def test_a_view_pairs_sizes_a_guard_says_are_equal():
         outs, refs = compiled(a, b), fn(a_ref, b_ref)
         backward_with_weights(outs, refs)
         assert_same((*outs, a.grad, b.grad), (*refs, a_ref.grad, b_ref.grad))
-    assert metrics.specialisations == 0 and not metrics.symbolic_fallbacks, metrics.symbolic_fallbacks
-    assert metrics.fallback_count == 0, metrics.fallback_ops
+    assert_no_per_shape_compile()
