@@ -34,7 +34,7 @@ from .output_graph import GraphRaised
 from .resume_execution import Continuation
 from .symbolic_convert import DISABLE_DYNAMO_CODE
 from .utils import counters
-from .variables.nn_module import any_global_module_hooks
+from .variables.nn_module import plain_forward
 
 _contexts: weakref.WeakSet[CompileContext] = weakref.WeakSet()
 
@@ -345,10 +345,8 @@ class OptimizedModule(torch.nn.Module):
         mod = self._modules["_orig_mod"]  # not self._orig_mod: nn.Module.__getattr__ costs ~1 us per call
         # the forward eager would run, read at each call: a class whose forward is replaced later (a patch, a
         # mock) compiles the new one, whose code has no cache entry yet
-        forward = type(mod).forward
-        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks or \
-                any_global_module_hooks() or forward is _BatchNorm.forward or "forward" in mod.__dict__ or \
-                type(forward) is not types.FunctionType:
+        forward = plain_forward(mod)
+        if forward is None or forward is _BatchNorm.forward:
             # The module's own hooks must run as in eager (upstream compiles ``_orig_mod.__call__``): compile a
             # frame that *calls* the module, so the translator inlines its hooks around ``forward``.  So must a
             # BatchNorm, whose forward is replaced while tracing ([Note: BatchNorm's cumulative moving average]),

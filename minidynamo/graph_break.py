@@ -243,7 +243,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
     """The callee of a breaking CALL is compiled when it runs (as PEP 523 would compile its frame)."""
     from .variables import NNModuleVariable, UserFunctionVariable, UserMethodVariable
     from .variables.functions import NestedUserFunctionVariable
-    from .variables.nn_module import any_global_module_hooks, has_hooks
+    from .variables.nn_module import plain_forward
     ctx = tx.output.ctx
     # (a function made by exec() without ``__name__`` in its globals has ``__module__`` None)
     if (getattr(getattr(v, "fn", None), "__module__", None) or "").startswith("torch"):
@@ -261,7 +261,7 @@ def wrap_callee(tx, v: VariableTracker) -> VariableTracker:
         # made in this frame: rebuilt on its real cells, then compiled (a 3.11 comprehension's ``.0`` parameter
         # cannot be bound by name, so a comprehension runs natively)
         return LoadedObject(ctx, v, compiled_callee)
-    if isinstance(v, NNModuleVariable) and not has_hooks(v.module) and not any_global_module_hooks():
+    if isinstance(v, NNModuleVariable) and plain_forward(v.module) is not None:
         return LoadedObject(ctx, v, compiled_module_call)
     return v
 

@@ -230,12 +230,9 @@ def compiled_module_call(ctx, module):
     """The callee of a breaking CALL of a module: ``type(module).forward`` compiled by ``ctx`` and bound to it, read
     when it runs, so a forward replaced on the class since is the one compiled -- or the module itself, called as
     it is, where ``nn.Module.__call__`` would run something else (a forward set on the instance, hooks)."""
-    from .variables.nn_module import any_global_module_hooks, has_hooks
-    forward = type(module).forward
-    if "forward" in module.__dict__ or type(forward) is not types.FunctionType or has_hooks(module) or \
-            any_global_module_hooks():
-        return module
-    return types.MethodType(ctx.wrapped(forward), module)
+    from .variables.nn_module import plain_forward
+    forward = plain_forward(module)
+    return module if forward is None else types.MethodType(ctx.wrapped(forward), module)
 
 
 def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, int]:

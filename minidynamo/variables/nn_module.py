@@ -10,6 +10,7 @@ builtin modules the same way, ``inline_inbuilt_nn_modules``).
 from __future__ import annotations
 
 import inspect
+import types
 
 import torch
 from torch.nn.modules import module as mod_mod
@@ -29,6 +30,16 @@ def has_hooks(m: torch.nn.Module) -> bool:
     """Does calling ``m`` do more than ``forward`` (its own hooks, or global module hooks)?"""
     return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or
                 getattr(m, "_backward_pre_hooks", None) or any_global_module_hooks())
+
+
+def plain_forward(m: torch.nn.Module) -> types.FunctionType | None:
+    """The function calling ``m`` runs when the call is only its ``forward``: the class's, read now (a forward
+    replaced on the class later is the new one), a Python function; None where ``nn.Module.__call__`` would run
+    more or something else (hooks, a ``forward`` set on the instance)."""
+    forward = type(m).forward
+    if type(forward) is not types.FunctionType or "forward" in m.__dict__ or has_hooks(m):
+        return None
+    return forward
 
 
 def any_global_module_hooks() -> bool:
