@@ -186,11 +186,20 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 #     stops at ``t0``, and the re-made view gave ``a`` one: AOT fuzz round);
 #   * another output that is no view (``return a.view(3, 2), a``: an in-place change of one shows in the other);
 #   * else its base buffer, returned by the Function as an extra output; the backward turns the base's gradient
-#     back into the view's tangent.  Only for a base that is contiguous, and views of it that share no element
-#     (not an ``expand``; ``a[0], a[1]`` but not ``a[0], a.t()``): then reading the base's gradient at a view's
-#     positions gives each element its own gradient, where overlapping views would each get the other's too.
-#     Other views stay as they are: an in-place op on them raises, never a wrong gradient.
+#     back into the view's tangent.  Only for a base that is contiguous, and views of it none of which holds an
+#     element twice (not an ``expand``).  Views of it may overlap each other (``t = c[:4]`` and its rows ``t[0]``,
+#     ``t[1]``): [Note: overlapping views of one base].  Other views stay as they are: an in-place op on them
+#     raises, never a wrong gradient.
 # The view outputs of the Function itself are dropped: their gradients arrive as zeros.
+#
+# [Note: overlapping views of one base]  The user's views of a base all feed the base's gradient, so at an element
+# two views share, the base's gradient is the sum of both views' contributions.  Reading it back at each view's
+# positions would give that sum to both tangents, and the backward graph (which maps every tangent through the
+# same base) would count it twice.  Any split of the sum among the views holding the element gives the backward
+# the same total, since its map from tangents to input gradients is linear and goes through the base; so the
+# first view in output order takes the element's gradient and the others get zero there.  (Found by the
+# translator fuzz, seed 20700387: ``for row in t`` before a break returns ``t`` and its rows, and ``t.add_(1)``
+# after it raised, autograd refusing an in-place write to a view made inside a custom Function.)
 #
 # [Note: views made under no_grad]  ``y = x * 2; with torch.no_grad(): v = y.t()``: eager's ``v`` requires grad
 # (a view takes the flag from its base) but has no ``grad_fn``; no gradient flows through it.  The graph returns
@@ -203,11 +212,13 @@ def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
 
-def _disjoint_views(views: list[torch.Tensor]) -> bool:
-    """Views of one contiguous base that share no element, within or between them (sufficient: the memory spans
-    of different views do not meet)."""
-    if not all(v._base is views[0]._base and v._base.is_contiguous() and no_overlap(v) for v in views):
-        return False
+def _views_of_one_base(views: list[torch.Tensor]) -> bool:
+    """Views of one contiguous base, none of which has two elements at one address (no ``expand``)."""
+    return all(v._base is views[0]._base and v._base.is_contiguous() and no_overlap(v) for v in views)
+
+
+def _disjoint_spans(views: list[torch.Tensor]) -> bool:
+    """No two of ``views`` share an element (sufficient: the memory spans of different views do not meet)."""
     spans = sorted((v.storage_offset(), v.storage_offset() + sum(st * (sz - 1) for sz, st in zip(v.size(), v.stride())))
                    for v in views if v.numel())
     return all(end < start for (_, end), (start, _) in itertools.pairwise(spans))
@@ -221,6 +232,7 @@ class OutputAliasPlan:
     # the view's geometry
     views: dict[int, tuple[str, int, tuple]]
     bases: list[torch.Tensor]  # base buffers returned as extra outputs of the Function
+    overlapping: frozenset[int] = frozenset()  # indices into ``bases`` whose views share elements
 
     @staticmethod
     def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
@@ -237,7 +249,7 @@ class OutputAliasPlan:
         by_storage = collections.defaultdict(list)
         for k in views:
             by_storage[_storage_key(outs[k])].append(outs[k])
-        disjoint = {ptr for ptr, group in by_storage.items() if _disjoint_views(group)}
+        of_one_base = {ptr for ptr, group in by_storage.items() if _views_of_one_base(group)}
         base_index: dict[int, int] = {}
         any_input = {_storage_key(a): i for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
         for k in meta.no_grad_views:  # re-made under no_grad, as eager made them ([Note: views made under no_grad])
@@ -258,11 +270,12 @@ class OutputAliasPlan:
                     plan.views[k] = ("input", i, geometry)
             elif ptr in plain:
                 plan.views[k] = ("output", plain[ptr], geometry)
-            elif ptr in disjoint:
+            elif ptr in of_one_base:
                 if ptr not in base_index:
                     base_index[ptr] = len(plan.bases)
                     plan.bases.append(o._base)
                 plan.views[k] = ("base", base_index[ptr], geometry)
+        plan.overlapping = frozenset(b for ptr, b in base_index.items() if not _disjoint_spans(by_storage[ptr]))
         return plan
 
     def regenerate(self, args: tuple, outs: list, bases: tuple) -> list:
@@ -277,12 +290,23 @@ class OutputAliasPlan:
         return outs
 
     def tangents_of_views(self, grad_outs: list, base_grads: tuple) -> list:
-        """A view re-made from a base buffer gets its gradient through that base: read it back at its positions."""
+        """A view re-made from a base buffer gets its gradient through that base: read it back at its positions.
+
+        Where views of the base overlap, an element's gradient is handed to the first view holding it and zeros
+        to the others ([Note: overlapping views of one base])."""
+        unclaimed: dict[int, torch.Tensor] = {}  # overlapping bases: the gradient no view has taken yet
         for k, (kind, index, (size, stride, offset)) in self.views.items():
-            if kind == "base":
-                base = self.bases[index]
-                grad = base_grads[index].contiguous()
-                grad_outs[k] = grad.as_strided(size, stride, offset - base.storage_offset())
+            if kind != "base":
+                continue
+            offset -= self.bases[index].storage_offset()
+            if index not in self.overlapping:
+                grad_outs[k] = base_grads[index].contiguous().as_strided(size, stride, offset)
+                continue
+            if index not in unclaimed:
+                unclaimed[index] = base_grads[index].clone(memory_format=torch.contiguous_format)
+            positions = unclaimed[index].as_strided(size, stride, offset)
+            grad_outs[k] = positions.clone()
+            positions.zero_()
         return grad_outs
 
 
