@@ -135,6 +135,33 @@ def _may_read_before_write(instrs, succ, start: int, name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
+def cell_reads_maybe_unbound(code: types.CodeType, offset: int) -> frozenset[int]:
+    """Offsets of the ``LOAD_DEREF``/``DELETE_DEREF`` of ``code``'s own cells that a path from ``offset`` may reach
+    with the cell empty, taking every cell as possibly empty at ``offset`` ([Note: unbound cells in resume
+    functions] in resume_execution.py).  A path is safe after a ``STORE_DEREF`` of the cell, until a
+    ``DELETE_DEREF`` empties it again."""
+    instrs, index, succ = _flow(code)
+    found: set[int] = set()
+    for name in code.co_cellvars:
+        seen: set[tuple[int, bool]] = set()
+        work = [(index[offset], True)]
+        while work:
+            k, maybe_empty = work.pop()
+            if (k, maybe_empty) in seen:
+                continue
+            seen.add((k, maybe_empty))
+            inst = instrs[k]
+            if inst.opname in ("LOAD_DEREF", "DELETE_DEREF") and inst.argval == name:
+                if maybe_empty:
+                    found.add(inst.offset)
+                maybe_empty = maybe_empty or inst.opname == "DELETE_DEREF"
+            elif inst.opname == "STORE_DEREF" and inst.argval == name:
+                maybe_empty = False
+            work.extend((j, maybe_empty) for j in succ[k])
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=1024)
 def closing_runs_code(code: types.CodeType) -> bool:
     """Does closing a suspended generator of ``code`` run user code ([Note: drops Python must see] in exc.py)?
 

@@ -53,6 +53,7 @@ from .reenter_with import emit_under_exit_guard, inside_user_with_block, stack_i
 from .resume_execution import (
     Continuation,
     bind_closure,
+    cell_check_offsets,
     compiled_callee,
     compiled_module_call,
     copy_instruction,
@@ -116,6 +117,8 @@ def breaking_offset(code: types.CodeType, offset: int | None) -> int | None:
 def can_break_at(code: types.CodeType, offset: int | None) -> bool:
     if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
             not cells_movable(code) or reads_frame_locals(code) or super_reads_a_cell(code):
+        return False
+    if offset in cell_check_offsets(code):  # no original instruction to resume at
         return False
     inst = next(i for i in bt.decode(code) if i.offset == offset)
     if inside_try_block(code, offset):  # only at a try statement's start: [Note: a break inside a try block]

@@ -152,6 +152,8 @@ class Guard:
             return f"{self.expected!r} not in G"
         if self.kind == "HASATTR":
             return "present" if self.expected else "absent"
+        if self.kind == "CELL_EMPTY":
+            return "the cell holds no value"
         if self.kind in ALIASING_KINDS:
             return "distinct from " + ", ".join(s.name() for s in self.extra)
         if self.kind == "DUPLICATE_INPUT":
@@ -256,6 +258,8 @@ class GuardManager:
             return f"{v} not in G"
         if g.kind == "HASATTR":  # hasattr(L['x'], 'missing') is False
             return f"hasattr({name_of(g.source.base)}, {g.source.member!r}) is {v}"
+        if g.kind == "CELL_EMPTY":  # a cell the frame received empty: its name is missing from the frame's locals
+            return f"{g.source.local_name!r} not in L"
         if g.kind == "SHAPE_ENV":  # a relation over sizes and int arguments, e.g. 2 <= L['x'].size()[0]
             return g.expected
         raise AssertionError(g.kind)
@@ -433,6 +437,8 @@ def describe_actual(g: Guard, scope: dict, err: Exception | None) -> str:
         return "the opposite"
     if g.kind == "HASATTR":
         return "present" if eval(f"hasattr({g.source.base.name()}, {g.source.member!r})", scope) else "absent"
+    if g.kind == "CELL_EMPTY":
+        return "the cell holds a value"
     try:
         val = eval(g.source.name(), scope)
     except Exception as ex:  # noqa: BLE001

@@ -28,7 +28,7 @@ import torch
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import bytecode_transformation as bt
-from .bytecode_analysis import real_instructions, uses_zero_arg_super
+from .bytecode_analysis import cell_reads_maybe_unbound, real_instructions, uses_zero_arg_super
 
 
 class Continuation:
@@ -113,6 +113,19 @@ class RecordFunctionExit:
     __call__._minidynamo_disable = True
 
 
+def check_cell_bound(cell: types.CellType, name: str) -> None:
+    """Raise what CPython raises reading the empty cell variable ``name`` of the original frame
+    ([Note: unbound cells in resume functions])."""
+    try:
+        cell.cell_contents  # noqa: B018 -- read for the ValueError an empty cell raises
+    except ValueError:
+        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value") \
+            from None
+
+
+check_cell_bound._minidynamo_disable = True  # called natively (at a break) it runs as it is, not translated
+
+
 def abstract_instructions(code: types.CodeType) -> tuple[Bytecode, dict[int, Instr]]:
     """The ``bytecode`` form of ``code`` and, for each ``dis`` offset, its instruction object."""
     bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
@@ -135,10 +148,19 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     ``MAKE_CELL`` is dropped, and ``COPY_FREE_VARS`` installs them all from the function's ``__closure__``, which
     the transformed code builds at each break from its live cells (``LOAD_CLOSURE``; see ``bind_closure``).
     Upstream's ``ContinueExecutionCache.generate`` turns cellvars into freevars the same way.
+
+    [Note: unbound cells in resume functions]  A free variable read while empty raises ``NameError`` ("cannot
+    access free variable"), a cell variable ``UnboundLocalError`` -- CPython tells them apart by the slot's kind,
+    so an ``except UnboundLocalError:`` in the original would miss the resume function's error.  So each read
+    (``LOAD_DEREF``, ``DELETE_DEREF``) of one of the original's cells that may find it empty
+    (``cell_reads_maybe_unbound``) is preceded by ``check_cell_bound(cell, name)``, which raises CPython's
+    error.  The translator evaluates the check while tracing (``InstructionTranslatorBase.check_cell_bound``):
+    a bound cell costs nothing in the graph.  Upstream raises ``NameError`` here.
     """
     stack_names = [s for s in stack_slots if s is not None]
     bc, by_offset = abstract_instructions(code)
     target = by_offset[target_offset]
+    checked = {id(by_offset[o]) for o in cell_reads_maybe_unbound(code, target_offset)}
     label = Label()
     body = []
     active, split = None, {}  # the try block open at each point; a TryBegin split in two: its second half
@@ -167,6 +189,8 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
         if isinstance(ins, Instr) and ins.name == "MAKE_CELL":
             ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see can_break_at
         elif isinstance(ins, Instr) and isinstance(ins.arg, CellVar):
+            if id(ins) in checked:
+                body += _check_cell_bound_instrs(ins.arg.name, ins.location)
             ins = Instr(ins.name, FreeVar(ins.arg.name), location=ins.location)
         body.append(ins)
     freevars = resume_freevars(code)
@@ -186,6 +210,15 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
     new.name = name
     new.qualname = name
     return new.to_code(compute_exception_stack_depths=False)
+
+
+def _check_cell_bound_instrs(name: str, location) -> list[Instr]:
+    """``check_cell_bound(<the cell of name>, name)``, its result dropped."""
+    call = [Instr("PUSH_NULL"), Instr("LOAD_CONST", check_cell_bound), Instr("LOAD_CLOSURE", FreeVar(name)),
+            Instr("LOAD_CONST", name), *bt.create_call(2), Instr("POP_TOP")]
+    for ins in call:
+        ins.location = location
+    return call
 
 
 def resume_argnames(code: types.CodeType, stack_names: list[str], local_names: list[str]) -> list[str]:
@@ -239,14 +272,33 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
     """Map each offset of a resume function's body to the offset of the same instruction in ``orig``.
 
     The body is a one-for-one copy of ``orig`` (dead instructions became NOPs) after a prologue of
-    ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ.  The offset of an
-    ``EXTENDED_ARG`` prefix maps too ([Note: offsets of EXTENDED_ARG]): a jump in the copy may need a prefix that
-    the original did not, and a break before that jump continues at the prefix.
+    ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ -- and the cell checks
+    inserted before some reads ([Note: unbound cells in resume functions]), which map to nothing (no break is
+    taken inside one: ``cell_check_offsets``).  The offset of an ``EXTENDED_ARG`` prefix maps too ([Note: offsets
+    of EXTENDED_ARG]): a jump in the copy may need a prefix that the original did not, and a break before that
+    jump continues at the prefix.
     """
     old, _ = real_instructions(orig)
     new, new_index = real_instructions(resume)
-    skip = len(new) - len(old)
-    return {offset: old[k - skip].offset for offset, k in new_index.items() if k >= skip}
+    checks = cell_check_offsets(resume)
+    copied = [k for k, inst in enumerate(new) if inst.offset not in checks]
+    skip = len(copied) - len(old)
+    position = {k: n for n, k in enumerate(copied)}  # index in ``new`` -> index among the copied instructions
+    return {offset: old[position[k] - skip].offset for offset, k in new_index.items()
+            if k in position and position[k] >= skip}
+
+
+@functools.lru_cache(maxsize=1024)
+def cell_check_offsets(code: types.CodeType) -> frozenset[int]:
+    """The offsets of the instructions of ``code``'s cell checks (``check_cell_bound(cell, name)`` and its
+    ``POP_TOP``); none in code that is not a resume function."""
+    instrs, _ = real_instructions(code)
+    found: set[int] = set()
+    for k, inst in enumerate(instrs):
+        if inst.opname == "LOAD_CONST" and inst.argval is check_cell_bound and k > 0:
+            end = next(j for j in range(k, len(instrs)) if instrs[j].opname == "POP_TOP")
+            found.update(i.offset for i in instrs[k - 1:end + 1])
+    return frozenset(found)
 
 
 def enclosing_loop_variables(code: types.CodeType, offset: int) -> frozenset[str]:

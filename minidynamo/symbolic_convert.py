@@ -36,10 +36,12 @@ import torch
 from . import config
 from .bytecode_transformation import PY312, Instruction, decode, offset_index
 from .container_building import ContainerBuildingMixin
-from .exc import ObservedException, Unsupported, unimplemented
+from .exc import ObservedException, Unsupported, refuse_frame, unimplemented
 from .exception_handling import ExceptionHandlingMixin
 from .globals_and_attributes import GlobalsAndAttributesMixin
 from .pattern_matching import PatternMatchingMixin
+from .resume_execution import check_cell_bound
+from .source import LocalSource
 from .variables import (
     BuiltinVariable,
     CellVariable,
@@ -57,6 +59,7 @@ from .variables.base import NotConstant
 from .variables.builder import LazyVariableTracker
 from .variables.builtin import get_iterator
 from .variables.constant import BINARY_OPS, COMPARE_OPS
+from .variables.misc import ExceptionVariable
 from .variables.operators import binary_op, compare_op, is_op, unary_op
 from .variables.tensor import TensorVariable
 from .variables.user_defined import SuperVariable
@@ -294,6 +297,27 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
             self.output.side_effects.writes += 1
         self.output.side_effects.cell_writes += 1
 
+    def check_cell_bound(self, cell: VariableTracker, name: VariableTracker) -> VariableTracker:
+        """A resume function's check before it reads one of the original frame's cells ([Note: unbound cells in
+        resume functions]).  A cell holding a value is read as ``LOAD_DEREF`` reads it (its guards fail on a call
+        where the cell is empty); an empty one raises ``UnboundLocalError`` in the traced code, guarded to be
+        empty on entry when the trace did not empty it.  Unhandled there, the frame runs eagerly (a break inside
+        the check could not resume at an instruction of the original)."""
+        if not isinstance(cell, CellVariable):
+            refuse_frame(f"a cell check on {cell.describe()}")
+        if cell.value is not None:
+            if isinstance(cell.value, LazyVariableTracker):
+                cell.value = cell.value.realize(self)
+            return ConstantVariable(None)
+        if not cell.mutated and isinstance(cell.source, LocalSource):
+            self.output.add_guard("CELL_EMPTY", cell.source)
+        var = name.as_python_constant()
+        e = ObservedException(f"local variable {var!r} read while unbound", ExceptionVariable(
+            UnboundLocalError, [ConstantVariable(f"cannot access local variable '{var}' where it is not associated "
+                                                 "with a value")]), "the frame runs eagerly so Python raises it")
+        e.whole_frame = True
+        raise e
+
     def DELETE_DEREF(self, inst):
         self.output.side_effects.cell_writes += 1
         cell = self.cells[inst.argval]
@@ -497,6 +521,8 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
         real = getattr(fn_vt, "fn", None)
         if getattr(real, "_minidynamo_graph_break", False):
             unimplemented("minidynamo.graph_break() was called", "remove the call to trace one graph")
+        if real is check_cell_bound:
+            return self.check_cell_bound(*args)
         if getattr(real, "_minidynamo_disable", False):
             unimplemented(f"{real.__qualname__} is marked minidynamo.disable", "it runs eagerly")
         if code is DISABLE_DYNAMO_CODE:

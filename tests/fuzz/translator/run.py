@@ -21,10 +21,9 @@ naming the program's file and line. In every mode a fallback to eager for an int
 ``{"start": seed}`` line before each seed (so ``summary.py`` names a seed that crashed or hung the runner) and its
 result after; replay a bad seed with ``replay.py SEED MODE``, or edit the program it wrote and pass the file.
 
-Known differences that are not bugs: reading a closure cell left unbound after a ``break`` raises ``NameError``
-where CPython raises ``UnboundLocalError`` (a strict xfail in ``tests/minidynamo/test_functions_and_closures.py``);
-both are recorded as one "unbound cell" error (``_known_difference``). Seeds from 20,000,000 on come from the
-third generator (``generate_extra.py``), whose lambdas and comprehensions make cells of ``t`` often.
+Seeds from 20,000,000 on come from the third generator (``generate_extra.py``), whose lambdas and comprehensions
+make cells of ``t`` often -- and read them unbound after a break (a resume function raised ``NameError`` where
+CPython raises ``UnboundLocalError`` until [Note: unbound cells in resume functions]).
 The cyclic garbage collector is off during each call and runs after it (``_no_cycle_collector``): when it runs
 is not part of Python's semantics, and eager and compiled code would otherwise free a cycle, and run a
 finaliser, at different points.
@@ -140,7 +139,7 @@ def run_once(fn, mod, variant, grad):
         except Unsupported as e:
             rec["unsupported"] = str(e)
         except Exception as e:  # noqa: BLE001
-            rec["exc"] = _known_difference(type(e).__name__, re.sub(r"fz_\d+", "fz", str(e)))
+            rec["exc"] = [type(e).__name__, re.sub(r"fz_\d+", "fz", str(e))]
             if "minidynamo" in "".join(traceback.format_tb(e.__traceback__)):
                 rec["tb"] = traceback.format_exc()[-3000:]
     rec["grad_mode"] = torch.is_grad_enabled()
@@ -155,17 +154,6 @@ def run_once(fn, mod, variant, grad):
     rec["NET"] = [net.count, net.scale, norm(net.calls), getattr(net, "extra", None),
                   norm(net.lin.weight.grad), norm(net.lin.bias.grad)]
     return rec
-
-
-_UNBOUND_CELL = re.compile(r"cannot access (?:local|free) variable '(\w+)' where it is not associated with a value")
-
-
-def _known_difference(kind: str, message: str) -> list:
-    """The exception as compared: an unbound cell read is one kind of error whichever way CPython words it
-    (``UnboundLocalError`` for a cell, ``NameError`` for the free variable a resume function holds it in: the
-    known difference of the docstring), so that it does not hide the rest of a program's outcome."""
-    m = _UNBOUND_CELL.match(message) if kind in ("UnboundLocalError", "NameError") else None
-    return ["unbound cell", m.group(1)] if m else [kind, message]
 
 
 def diff(a, b):
