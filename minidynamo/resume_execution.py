@@ -273,8 +273,9 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
 
     The body is a one-for-one copy of ``orig`` (dead instructions became NOPs) after a prologue of
     ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ -- and the cell checks
-    inserted before some reads ([Note: unbound cells in resume functions]), which map to nothing (no break is
-    taken inside one: ``cell_check_offsets``).  The offset of an ``EXTENDED_ARG`` prefix maps too ([Note: offsets
+    inserted before some reads ([Note: unbound cells in resume functions]): the first instruction of a check,
+    where a jump or the instruction before it continues, maps to the read it guards, and the others to nothing
+    (no break is taken inside a check: ``cell_check_offsets``).  The offset of an ``EXTENDED_ARG`` prefix maps too ([Note: offsets
     of EXTENDED_ARG]): a jump in the copy may need a prefix that the original did not, and a break before that
     jump continues at the prefix.
     """
@@ -284,6 +285,9 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
     copied = [k for k, inst in enumerate(new) if inst.offset not in checks]
     skip = len(copied) - len(old)
     position = {k: n for n, k in enumerate(copied)}  # index in ``new`` -> index among the copied instructions
+    for k in range(len(new) - 1, -1, -1):  # a check's first instruction: where a jump or a resume lands before
+        if new[k].offset in checks and (k == 0 or new[k - 1].offset not in checks):  # the read it guards
+            position[k] = position[next(j for j in range(k, len(new)) if new[j].offset not in checks)]
     return {offset: old[position[k] - skip].offset for offset, k in new_index.items()
             if k in position and position[k] >= skip}
 

@@ -318,3 +318,25 @@ def test_a_read_after_a_store_on_every_path_is_not_checked():
     _check(_cell_assigned_before_a_break, X, graphs=2, breaks=1, calls=2)
     minidynamo.reset()
     _check(_cell_assigned_after_a_break, X, graphs=1, breaks=1, calls=2)
+
+
+def _cell_read_in_a_branch_after_a_break(x, flag):
+    if flag:
+        t = x + 1
+    read_t = lambda: t  # noqa: F841 - makes t a cell
+    print(end="")
+    if x.sum() > 0:  # a data-dependent jump: its fall-through is the check before `t`'s read
+        return t * 2
+    return x
+
+
+def test_a_break_that_continues_at_a_cell_check_resumes_at_the_read_it_guards():
+    """Translator fuzz (seeds 21100008, 21100380 and two more, Python 3.12): a break whose next instruction, or
+    jump target, is a cell check continued at an offset that mapped to no instruction of the original (an
+    internal error: KeyError).  The check's first instruction maps to the read it guards."""
+    _check(_cell_read_in_a_branch_after_a_break, X + 1, True, graphs=3, breaks=2, calls=2)
+    minidynamo.reset()
+    expected = outcome(_cell_read_in_a_branch_after_a_break, (X + 1, False))
+    assert expected[0] is UnboundLocalError
+    assert _same(outcome(minidynamo.minicompile(_cell_read_in_a_branch_after_a_break), (X + 1, False)), expected)
+    assert dict(minidynamo.counters["eager_fallback"]) == {"local variable 't' read while unbound": 1}
