@@ -299,15 +299,14 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
 
     def check_cell_bound(self, cell: VariableTracker, name: VariableTracker) -> VariableTracker:
         """A resume function's check before it reads one of the original frame's cells ([Note: unbound cells in
-        resume functions]).  A cell holding a value is read as ``LOAD_DEREF`` reads it (its guards fail on a call
-        where the cell is empty); an empty one raises ``UnboundLocalError`` in the traced code, guarded to be
-        empty on entry when the trace did not empty it.  Unhandled there, the frame runs eagerly (a break inside
-        the check could not resume at an instruction of the original)."""
+        resume functions]).  A cell holding a value passes (the ``LOAD_DEREF`` after the check reads it, and its
+        guards fail on a call where the cell is empty; a ``DELETE_DEREF`` is refused at the break or return after
+        it: ``graph_break.cell_stores``); an empty one raises ``UnboundLocalError`` in the traced code, guarded to
+        be empty on entry when the trace did not empty it.  Unhandled there, the frame runs eagerly (a break
+        inside the check could not resume at an instruction of the original)."""
         if not isinstance(cell, CellVariable):
             refuse_frame(f"a cell check on {cell.describe()}")
         if cell.value is not None:
-            if isinstance(cell.value, LazyVariableTracker):
-                cell.value = cell.value.realize(self)
             return ConstantVariable(None)
         if not cell.mutated and isinstance(cell.source, LocalSource):
             self.output.add_guard("CELL_EMPTY", cell.source)
