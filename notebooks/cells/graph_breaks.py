@@ -64,6 +64,34 @@ def loop(x):
 
 r = explain(loop)(torch.ones(2))
 print(r.graph_count, "graphs,", r.graph_break_count, "breaks:", r.break_reasons[0].reason)"""),
+        md("""
+## A break in a frame with closures
+
+A variable a `lambda` captures lives in a *cell*. The resume function must share that cell object with closures
+made before the break, so it takes the frame's cells as its own free variables. One wrinkle: CPython words an
+empty free variable as `NameError`, an empty cell as `UnboundLocalError`, and a program may catch one and not the
+other. So where the resume function may read a cell before any store (here `return t * 2` when `flag` was false),
+it first calls `check_cell_bound(cell, 't')`, which raises CPython's error. The translator evaluates that check
+while tracing: with `t` bound it leaves nothing in the graph."""),
+        code("""
+def closure_after_break(x, flag):
+    if flag:
+        t = x + 1
+    read_t = lambda: t          # t is a cell
+    print("break")              # a graph break
+    try:
+        return t * 2
+    except UnboundLocalError as e:
+        return str(e)
+
+closures = minicompile(closure_after_break, backend="eager")
+for flag in (True, False):
+    print(flag, "compiled:", closures(x, flag) if flag else repr(closures(x, flag)))
+    print(flag, "eager:   ", closure_after_break(x, flag) if flag else repr(closure_after_break(x, flag)))
+import dis
+resume = [f for name, f in closure_after_break.__globals__.items() if name.startswith("__resume_at")][-1]
+print("the resume function calls:", [i.argval.__name__ for i in dis.get_instructions(resume)
+                                     if i.opname == "LOAD_CONST" and callable(i.argval)])"""),
         md("## Check against eager (both branches) and measure"),
         code("""
 import timeit
