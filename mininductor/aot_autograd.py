@@ -80,6 +80,7 @@ from ._aot_autograd.runtime_wrappers import (
     eager_if_inputs_alias,
     make_autograd_runtime,
     make_inference_runtime,
+    tangent_dependencies,
 )
 from ._aot_autograd.schemas import ViewAndMutationMeta
 
@@ -385,7 +386,8 @@ def _aot_training(fn, meta, fake_mode, fake_args, fw_compiler, bw_compiler, deco
     saved = list(fw_gm.graph.find_nodes(op="output")[0].args[0])[meta.num_fw_outputs:]
     saved_ints = [k for k, n in enumerate(saved) if partitioners.is_sym_node(n)]
     return make_autograd_runtime(graphs.compiled_fw, compile_bw, meta, [g is not None for g in grads],
-                                 in_place=frozenset(fw_gm.meta["input_mutations"]), saved_ints=saved_ints), graphs
+                                 in_place=frozenset(fw_gm.meta["input_mutations"]), saved_ints=saved_ints,
+                                 grad_deps=tangent_dependencies(joint, len(fake_args), meta.num_fw_outputs)), graphs
 
 
 def _in_place_candidates(fw_gm: torch.fx.GraphModule, meta: ViewAndMutationMeta) -> dict[int, int]:

@@ -299,6 +299,8 @@ class OutputAliasPlan:
             if kind != "base":
                 continue
             offset -= self.bases[index].storage_offset()
+            if base_grads[index] is None:  # the user's views of it reached no loss: neither does this output
+                continue
             if index not in self.overlapping:
                 grad_outs[k] = base_grads[index].contiguous().as_strided(size, stride, offset)
                 continue
@@ -330,16 +332,20 @@ NO_ALIASES = OutputAliasPlan({}, [])  # the plan of a call none of whose outputs
 # host time of three ops per expert.
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
                           num_grads: list[bool], in_place: frozenset[int] = frozenset(),
-                          saved_ints: list[int] = ()) -> Callable:
+                          saved_ints: list[int] = (), grad_deps: list[frozenset[int]] | None = None) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
 
     ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``; ``in_place`` lists the
     mutated inputs the forward may write in place ([Note: input mutations in training]); ``saved_ints``, which of
     the values saved for the backward are ints (``x[:n]``'s ``n``: kept on ``ctx``, since ``save_for_backward``
-    takes tensors only).
+    takes tensors only); ``grad_deps[i]``, the tangents input ``i``'s gradient is computed from
+    ([Note: outputs the backward does not reach]).
     """
     n_fw = meta.num_fw_outputs
     fw_rg = meta.fw_output_requires_grad
+    tangent_vals = [v for v, rg in zip(meta.fw_output_vals, fw_rg) if rg]
+    static_shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in tangent_vals]
+    runtime_shapes = None in static_shapes  # a symbolic size: read each call's output shapes
     all_differentiable = all(fw_rg)
     new_value_slots = [(i, meta.num_tensor_outputs + k) for k, i in enumerate(meta.mutated_inputs) if i in in_place]
     cut = _inputs_without_gradient(meta, num_grads)
@@ -349,7 +355,10 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
     class CompiledFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *args):
+            ctx.set_materialize_grads(False)  # [Note: outputs the backward does not reach]
             outs = list(compiled_fw(*args))
+            if runtime_shapes:
+                ctx.tangent_shapes = [o.shape for o, rg in zip(outs[:n_fw], fw_rg) if rg]
             dirty = [args[i] for i, slot in new_value_slots if outs[slot] is args[i]]
             if dirty:
                 ctx.mark_dirty(*dirty)
@@ -369,7 +378,13 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         def backward(ctx, *grad_outs):
             with torch.no_grad():
                 grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
-                tangents = [g.contiguous() for g, rg in zip(grad_outs, fw_rg) if rg]
+                tangents = [g for g, rg in zip(grad_outs, fw_rg) if rg]
+                unreached = frozenset(k for k, g in enumerate(tangents) if g is None)
+                if unreached:
+                    shapes = ctx.tangent_shapes if runtime_shapes else static_shapes
+                    tangents = [torch.zeros(shapes[k], dtype=v.dtype, device=v.device) if k in unreached else g
+                                for k, (g, v) in enumerate(zip(tangents, tangent_vals))]
+                tangents = [g.contiguous() for g in tangents]
                 saved = ctx.saved_tensors
                 if ctx.saved_ints:
                     saved = list(saved)
@@ -377,6 +392,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
                         saved.insert(k, value)
                 grads = iter(compile_bw()(*saved, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
+                if unreached and grad_deps is not None:
+                    grads = tuple(None if g is None or deps <= unreached else g for g, deps in zip(grads, grad_deps))
             if torch.is_grad_enabled() and any(ctx.needs_input_grad):
                 return _refuse_double_backward(grads)
             return grads
@@ -399,6 +416,29 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
         return _user_outputs(meta, user_outs)
 
     return runtime
+
+
+# [Note: outputs the backward does not reach]
+# ``y, z = f(x, w)`` with only ``y`` in the loss: eager's backward never reaches the ops that made ``z``, and a
+# parameter only ``z`` depends on keeps ``.grad`` None.  An ``autograd.Function`` is one node for all its outputs:
+# autograd calls its backward with a zero gradient for ``z`` (``materialize_grads``), our backward graph then
+# returns a zero gradient for that parameter, and ``.grad`` became a tensor of zeros -- which an optimizer with
+# weight decay or momentum does not treat as "no gradient" (translator fuzz seed 21400194: a graph before a break
+# returned the rows of a Linear's output and, separately, the function's result).  So the Function takes
+# ``set_materialize_grads(False)``: an output the backward does not reach arrives as None.  The backward graph
+# still needs a tensor there, so it gets zeros of the output's shape, and an input whose gradient is computed only
+# from such tangents (``grad_deps``, read off the joint graph once: ``tangent_dependencies``) gets None, as in
+# eager.  Upstream did the same later (pytorch#186355: undefined grad outputs kept, unused branches pruned, input
+# gradients that depend only on them masked).
+def tangent_dependencies(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> list[frozenset[int]]:
+    """For each input gradient the joint graph returns, the indices of the tangents it is computed from."""
+    placeholders = list(joint.graph.find_nodes(op="placeholder"))
+    deps: dict[torch.fx.Node, frozenset[int]] = {p: frozenset([k]) for k, p in enumerate(placeholders[num_primals:])}
+    for node in joint.graph.nodes:
+        if node not in deps:
+            deps[node] = frozenset().union(*(deps[a] for a in node.all_input_nodes))
+    grads = list(joint.graph.find_nodes(op="output")[0].args[0])[num_fw_outputs:]
+    return [deps[g] if isinstance(g, torch.fx.Node) else frozenset() for g in grads]
 
 
 # [Note: inputs the graph gives no gradient]
