@@ -393,7 +393,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
                 grads = iter(compile_bw()(*saved, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
                 if unreached and grad_deps is not None:
-                    grads = tuple(None if g is None or deps <= unreached else g for g, deps in zip(grads, grad_deps))
+                    grads = tuple(None if g is None or deps and deps <= unreached else g
+                                  for g, deps in zip(grads, grad_deps))
             if torch.is_grad_enabled() and any(ctx.needs_input_grad):
                 return _refuse_double_backward(grads)
             return grads
@@ -428,7 +429,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
 # ``set_materialize_grads(False)``: an output the backward does not reach arrives as None.  The backward graph
 # still needs a tensor there, so it gets zeros of the output's shape, and an input whose gradient is computed only
 # from such tangents (``grad_deps``, read off the joint graph once: ``tangent_dependencies``) gets None, as in
-# eager.  Upstream did the same later (pytorch#186355: undefined grad outputs kept, unused branches pruned, input
+# eager.  A gradient computed from no tangent at all (a decomposed ``zeros_like``, a ``floor``'s) is kept: eager
+# gives zeros there when the input reaches a used output.  Upstream did the same later (pytorch#186355: undefined grad outputs kept, unused branches pruned, input
 # gradients that depend only on them masked).
 def tangent_dependencies(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> list[frozenset[int]]:
     """For each input gradient the joint graph returns, the indices of the tangents it is computed from."""
