@@ -13,11 +13,10 @@ from typing import Any
 from bytecode import Instr
 
 from . import bytecode_transformation as bt
-from .source import LocalSource
 from .variables.base import VariableTracker
 from .variables.constant import LITERAL_TYPES
 from .variables.dicts import DictVariable, SetVariable
-from .variables.functions import CellVariable, NestedUserFunctionVariable, PartialVariable
+from .variables.functions import NestedUserFunctionVariable, PartialVariable
 from .variables.iter import ListIteratorVariable
 from .variables.lists import BaseListVariable
 
@@ -76,9 +75,6 @@ class PyCodegen:
             self.append(Instr("LOAD_FAST", GRAPH_OUT))
             self.load_const(self.graph_outputs[id(vt)])
             self.subscr()
-            return
-        if isinstance(vt, CellVariable) and isinstance(vt.source, LocalSource):  # the cell, not its contents
-            self.load_closure(vt.source.local_name)
             return
         if vt.source is not None:  # the real object (after side effects were applied to it)
             vt.source.reconstruct(self)

@@ -113,14 +113,16 @@ class RecordFunctionExit:
     __call__._minidynamo_disable = True
 
 
+UNBOUND_LOCAL = "cannot access local variable '{}' where it is not associated with a value"  # CPython's words
+
+
 def check_cell_bound(cell: types.CellType, name: str) -> None:
     """Raise what CPython raises reading the empty cell variable ``name`` of the original frame
     ([Note: unbound cells in resume functions])."""
     try:
         cell.cell_contents  # noqa: B018 -- read for the ValueError an empty cell raises
     except ValueError:
-        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value") \
-            from None
+        raise UnboundLocalError(UNBOUND_LOCAL.format(name)) from None
 
 
 check_cell_bound._minidynamo_disable = True  # called natively (at a break) it runs as it is, not translated
@@ -275,9 +277,9 @@ def original_offsets(orig: types.CodeType, resume: types.CodeType) -> dict[int, 
     ``COPY_FREE_VARS``?, ``RESUME``, the stack pushes and a jump; only the offsets differ -- and the cell checks
     inserted before some reads ([Note: unbound cells in resume functions]): the first instruction of a check,
     where a jump or the instruction before it continues, maps to the read it guards, and the others to nothing
-    (no break is taken inside a check: ``cell_check_offsets``).  The offset of an ``EXTENDED_ARG`` prefix maps too ([Note: offsets
-    of EXTENDED_ARG]): a jump in the copy may need a prefix that the original did not, and a break before that
-    jump continues at the prefix.
+    (no break is taken inside a check: ``cell_check_offsets``).  The offset of an ``EXTENDED_ARG`` prefix maps
+    too ([Note: offsets of EXTENDED_ARG]): a jump in the copy may need a prefix that the original did not, and a
+    break before that jump continues at the prefix.
     """
     old, _ = real_instructions(orig)
     new, new_index = real_instructions(resume)

@@ -40,7 +40,7 @@ from .exc import ObservedException, Unsupported, refuse_frame, unimplemented
 from .exception_handling import ExceptionHandlingMixin
 from .globals_and_attributes import GlobalsAndAttributesMixin
 from .pattern_matching import PatternMatchingMixin
-from .resume_execution import check_cell_bound
+from .resume_execution import UNBOUND_LOCAL, check_cell_bound
 from .source import LocalSource
 from .variables import (
     BuiltinVariable,
@@ -311,9 +311,9 @@ class InstructionTranslatorBase(ExceptionHandlingMixin, ContainerBuildingMixin, 
         if not cell.mutated and isinstance(cell.source, LocalSource):
             self.output.add_guard("CELL_EMPTY", cell.source)
         var = name.as_python_constant()
-        e = ObservedException(f"local variable {var!r} read while unbound", ExceptionVariable(
-            UnboundLocalError, [ConstantVariable(f"cannot access local variable '{var}' where it is not associated "
-                                                 "with a value")]), "the frame runs eagerly so Python raises it")
+        exc = ExceptionVariable(UnboundLocalError, [ConstantVariable(UNBOUND_LOCAL.format(var))])
+        e = ObservedException(f"local variable {var!r} read while unbound", exc,
+                              "the frame runs eagerly so Python raises it")
         e.whole_frame = True
         raise e
 

@@ -119,13 +119,6 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def _repr_body(self):
         return self.fn.__qualname__
 
-    def reconstruct(self, codegen) -> None:
-        """The same function object: from where it was read, else as a constant of the generated code (a
-        function found in a closure or a resume function's constants: ``wrap_constant_result``)."""
-        if self.source is not None:
-            return self.source.reconstruct(codegen)
-        codegen.load_const_object(self.fn)
-
     def var_getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))

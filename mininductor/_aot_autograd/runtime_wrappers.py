@@ -190,7 +190,8 @@ def _refuse_double_backward(grads: tuple) -> tuple:
 #     element twice (not an ``expand``).  Views of it may overlap each other (``t = c[:4]`` and its rows ``t[0]``,
 #     ``t[1]``): [Note: overlapping views of one base].  Other views stay as they are: an in-place op on them
 #     raises, never a wrong gradient.
-# The view outputs of the Function itself are dropped: their gradients arrive as zeros.
+# The view outputs of the Function itself are dropped: their gradients arrive as None ([Note: outputs the backward
+# does not reach]).
 #
 # [Note: overlapping views of one base]  The user's views of a base all feed the base's gradient, so at an element
 # two views share, the base's gradient is the sum of both views' contributions.  Reading it back at each view's
@@ -332,7 +333,7 @@ NO_ALIASES = OutputAliasPlan({}, [])  # the plan of a call none of whose outputs
 # host time of three ops per expert.
 def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callable], meta: ViewAndMutationMeta,
                           num_grads: list[bool], in_place: frozenset[int] = frozenset(),
-                          saved_ints: list[int] = (), grad_deps: list[frozenset[int]] | None = None) -> Callable:
+                          saved_ints: list[int] = (), *, grad_deps: list[frozenset[int]]) -> Callable:
     """Wrap the forward/backward pair in a ``torch.autograd.Function`` (upstream: ``CompiledFunction``).
 
     ``num_grads[i]`` says whether the backward graph returns a gradient for input ``i``; ``in_place`` lists the
@@ -392,7 +393,7 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
                         saved.insert(k, value)
                 grads = iter(compile_bw()(*saved, *tangents))
                 grads = tuple(next(grads) if has else None for has in num_grads)
-                if unreached and grad_deps is not None:
+                if unreached:
                     grads = tuple(None if g is None or deps and deps <= unreached else g
                                   for g, deps in zip(grads, grad_deps))
             if torch.is_grad_enabled() and any(ctx.needs_input_grad):
@@ -430,8 +431,8 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
 # still needs a tensor there, so it gets zeros of the output's shape, and an input whose gradient is computed only
 # from such tangents (``grad_deps``, read off the joint graph once: ``tangent_dependencies``) gets None, as in
 # eager.  A gradient computed from no tangent at all (a decomposed ``zeros_like``, a ``floor``'s) is kept: eager
-# gives zeros there when the input reaches a used output.  Upstream did the same later (pytorch#186355: undefined grad outputs kept, unused branches pruned, input
-# gradients that depend only on them masked).
+# gives zeros there when the input reaches a used output.  Upstream did the same later (pytorch#186355: undefined
+# grad outputs kept, unused branches pruned, input gradients that depend only on them masked).
 def tangent_dependencies(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int) -> list[frozenset[int]]:
     """For each input gradient the joint graph returns, the indices of the tangents it is computed from."""
     placeholders = list(joint.graph.find_nodes(op="placeholder"))
