@@ -447,6 +447,8 @@ def test_rows_handed_past_a_break_do_not_give_the_layer_a_zero_gradient():
     assert got[1] is None and got[2] is None
     torch.testing.assert_close(got[0], expected[0])
     assert not minidynamo.counters["eager_fallback"]
+    assert sum(minidynamo.counters["graph_break"].values()) == 1  # the `if` on a row
+    assert minidynamo.counters["stats"]["unique_graphs"] == 1
 
 
 def _zero_derivative_outputs(x, w):
