@@ -131,7 +131,7 @@ def translate(fn: types.FunctionType, f_locals: dict, compiler_fn: Callable, ctx
              for name in code.co_freevars}
     tx = InstructionTranslator(code, fn.__globals__, symbolic_locals, cells, output, break_offset=break_offset)
     tx.run()
-    guard_manager = GuardManager(output.guard_list())
+    guard_manager = GuardManager(output.guard_list(), output.tensor_values())
     new_code = bt.make_code(code, tx.output_instructions)
     new_fn = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     new_fn.__kwdefaults__ = fn.__kwdefaults__

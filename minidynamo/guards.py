@@ -183,7 +183,9 @@ def short_repr(obj: Any) -> str:
 class GuardManager:
     """Compiles a list of guards into one Python function, ``check(L, G) -> bool``."""
 
-    def __init__(self, guards: list[Guard]):
+    def __init__(self, guards: list[Guard], tensor_values: dict[str, torch.Tensor] | None = None):
+        """``tensor_values``: the tensors the TENSOR_MATCHes were made from, by source name (the frame's values
+        at compile time); with them, the tensor checks run in C++ ([Note: tensor checks in one call])."""
         from .utils import module_list_item, tuple_iterator_getitem, tuple_iterator_len
         from .variables.ctx_manager import autocast_state  # imported here: variables/ imports this module
         from .variables.nn_module import any_global_module_hooks
@@ -201,12 +203,18 @@ class GuardManager:
                                         "___module_list_item": module_list_item,
                                         "torch": torch, "math": math}
         self.exprs = [self._expr(k, g) for k, g in enumerate(guards)]
+        self.tensor_checks = tensor_checks(guards, tensor_values)
+        if self.tensor_checks is not None:
+            self.closure["___check_tensors"] = self.tensor_checks.check
+            self.closure["___check_tensors_elsewhere"] = tensor_checks_elsewhere(
+                [g.expected for g in guards if g.kind == "TENSOR_MATCH"])
         self.source = self._render()
         exec(compile(self.source, "<minidynamo guards>", "exec"), self.closure)  # noqa: S102 - the generated check
         self.check: Callable[[dict, dict], bool] = self.closure["___guard"]
 
-    def _expr(self, k: int, g: Guard, spell: Callable[[Source], str] | None = None) -> str:
-        """The guard as a Python expression; ``spell`` writes a source (by default: its full name)."""
+    def _expr(self, k: int, g: Guard, spell: Callable[[Source], str] | None = None, part: str | None = None) -> str:
+        """The guard as a Python expression; ``spell`` writes a source (by default: its full name); ``part``, for a
+        TENSOR_MATCH split in two, which half ([Note: guard order and shared prefixes])."""
         v = f"___v{k}"
         self.closure[v] = g.expected
         name_of = spell or (lambda src: src.name())
@@ -216,7 +224,7 @@ class GuardManager:
         if g.kind == "DUPLICATE_INPUT":
             return f"{s} is {name_of(g.extra[0])}"
         if g.kind == "TENSOR_MATCH" and spell is not None:
-            return self._inline_tensor_match(k, g.expected, s)
+            return self._inline_tensor_match(k, g.expected, s, part)
         if g.kind == "AUTOCAST" and spell is not None:
             return self._inline_autocast(k, g.expected)
         if g.kind == "TENSOR_MATCH":
@@ -264,13 +272,17 @@ class GuardManager:
             return g.expected
         raise AssertionError(g.kind)
 
-    def _inline_tensor_match(self, k: int, meta: TensorMeta, s: str) -> str:
+    def _inline_tensor_match(self, k: int, meta: TensorMeta, s: str, part: str | None = None) -> str:
         """``tensor_match`` written out in the check function, with the expected values as its constants.
 
         [Note: inlined tensor checks]  A check function runs on every frame entry, and in the tutorial MoE's loop
         a third of its lines are TENSOR_MATCHes: written out (no call, no reads of a ``TensorMeta``), each costs
         about half.  ``tensor_match`` stays the reference (``first_failure`` uses it); a test
-        checks that the two agree.  Symbolic sizes and strides (str entries) go through ``___dims_match``."""
+        checks that the two agree.  Symbolic sizes and strides (str entries) go through ``___dims_match``.
+
+        ``part="early"`` is the half that tells a frame input's entries apart -- ``requires_grad``, and the shape
+        where no size is symbolic -- and ``part="rest"`` the other checks, reading the tensor the early half
+        stored in ``___tK`` ([Note: guard order and shared prefixes])."""
         names = {}
         for field in ("type", "dtype", "requires_grad", "shape", "stride", "device"):
             names[field] = f"___v{k}_{field}"
@@ -282,6 +294,14 @@ class GuardManager:
             if any(type(d) is str for d in expected):
                 return f"___dims_match(tuple({actual}), {names[field]})"
             return f"{actual} == {names[field]}"
+        static_shape = not any(type(d) is str for d in meta.shape)
+        if part == "early":
+            return f"({t} := {s}).requires_grad is {names['requires_grad']}" + \
+                (f" and {t}.shape == {names['shape']}" if static_shape else "")
+        if part == "rest":
+            return (f"type({t}) is {names['type']} and {t}.dtype is {names['dtype']} and "
+                    + ("" if static_shape else f"{dims(f'{t}.shape', 'shape')} and ")
+                    + f"{dims(f'{t}.stride()', 'stride')} and {t}.device == {names['device']}")
         return (f"type({t} := {s}) is {names['type']} and {t}.dtype is {names['dtype']} and "
                 f"{t}.requires_grad is {names['requires_grad']} and {dims(f'{t}.shape', 'shape')} and "
                 f"{dims(f'{t}.stride()', 'stride')} and {t}.device == {names['device']}")
@@ -306,9 +326,15 @@ class GuardManager:
         input (a local, or a resumed loop's next item) comes first, even before the ambient state (grad mode,
         autocast: the same for every entry, so it never tells them apart).  Next come the ShapeEnv's relations
         (``5 <= L['expert_samples'].size()[0]``): the entries of a symbolic loop body differ by them (0 rows, 1,
-        2..4, 5+), and a size read is cheap.  Evaluated before the TENSOR_MATCH that checks the value is a tensor
-        at all, a relation on something else raises, and a guard that raises has failed: order never changes
-        the verdict, only how soon it comes.  Then shallow sources first and, at
+        2..4, 5+), and a size read is cheap.  Then what else tells such entries apart at the cost of an attribute
+        read: whether a loop's iterator is exhausted (TUPLE_ITERATOR_LEN of a frame input: the loop's last
+        iteration), and the early half of each frame input's TENSOR_MATCH -- its ``requires_grad`` (``outputs``
+        records history from the first expert on) and its shape where every size is static (an entry for one
+        row); the rest of that TENSOR_MATCH (type, dtype, strides, device) stays in its place below, so a passing
+        check reads nothing twice.  Evaluated before the TENSOR_MATCH that checks the value is a tensor at all, a
+        relation or attribute read on something else raises, and a guard that raises has failed: order never
+        changes the verdict, only how soon it comes.  (In the tutorial MoE's loop body the other entries' checks
+        used to fail at a TENSOR_MATCH fifteen lines down.)  Then shallow sources first and, at
         each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such
         as ``L['self']._modules['experts']._modules['3']`` that several guards read is evaluated once,
         into a local, just before the first guard that needs it.
@@ -316,10 +342,32 @@ class GuardManager:
         lines = ["def ___guard(L, G):", "    try:"]
         names: dict[str, str] = {}  # source name -> the local that holds it
         uses = _prefix_uses(self.guards)
-        for k in sorted(range(len(self.guards)), key=lambda k: _guard_rank(self.guards[k])):
+        spell = lambda src: _cse(src, names, uses, lines)
+        parts = []  # (rank, guard index, part): a frame input's TENSOR_MATCH is written as two halves
+        tensors = [k for k, g in enumerate(self.guards) if g.kind == "TENSOR_MATCH"] \
+            if self.tensor_checks is not None else []
+        checked = {self.guards[k].source.name() for k in tensors}  # sources the C++ check covers
+        for k, g in enumerate(self.guards):
+            if g.kind == "TENSOR_MATCH" and is_frame_input(g.source):
+                parts.append(((-2, 2), k, "early"))
+                if not tensors:
+                    parts.append((_guard_rank(g), k, "rest"))
+            elif k not in tensors and not (tensors and g.kind == "NO_TENSOR_ALIASING" and all(
+                    src.name() in checked for src in (g.source, *g.extra))):
+                parts.append((_guard_rank(g), k, None))
+        if tensors:  # after every other guard of one input, before the relations between inputs
+            parts.append((((1 << 20) - 1, 0), -1, "tensors"))
+        for _, k, part in sorted(parts, key=lambda p: p[0]):
+            if part == "tensors":
+                args = ", ".join(f"___t{k}" if is_frame_input(self.guards[k].source) else spell(self.guards[k].source)
+                                 for k in tensors)
+                lines.append(f"        if not (___check_tensors({args}) or ___check_tensors_elsewhere({args})):"
+                             f"  # TENSOR_MATCH x {len(tensors)}")
+                lines.append("            return False")
+                continue
             g = self.guards[k]
-            expr = self._expr(k, g, lambda src: _cse(src, names, uses, lines))
-            lines.append(f"        if not ({expr}):  # {g.kind}")
+            expr = self._expr(k, g, spell, part)
+            lines.append(f"        if not ({expr}):  # {g.kind}" + (f" ({part})" if part else ""))
             lines.append("            return False")
         lines += ["    except Exception:", "        return False", "    return True"]
         return "\n".join(lines)
@@ -360,6 +408,61 @@ class GuardManager:
         return "\n".join(str(g) for g in self.guards)
 
 
+# [Note: tensor checks in one call]  A loop body's check function holds about ten TENSOR_MATCHes (its inputs, each
+# expert's four parameters), each half a dozen attribute reads and comparisons: written out in Python
+# ([Note: inlined tensor checks]) they were the larger part of a passing check's time.  torch ships the same check
+# in C++: ``torch._C._dynamo.guards.TensorGuards``, built from example tensors (it keeps their Python type, dispatch
+# keys, dtype, device, ``requires_grad``, sizes and strides, ``None`` for a symbolic entry, and no reference to the
+# tensors), whose ``check(*tensors)`` compares all of them in one call -- what upstream's generated check functions
+# called as ``___check_tensors`` before its guards moved to C++ altogether.  So an entry's TENSOR_MATCHes become
+# one ``___check_tensors(...)`` line, placed after every other guard of a single input.  It also refuses one
+# tensor passed in two places, so it stands for the NO_TENSOR_ALIASING of the same tensors.  It is stricter than
+# ``tensor_match`` in one way: it also compares dispatch keys (a conjugated or inference tensor fails where
+# ``tensor_match`` would pass), which can only add a recompile, never a wrong reuse.  Those keys are read through
+# the thread's dispatch state (a ``TorchDispatchMode`` adds the Python key to every tensor), which would make a
+# call under a mode, or the first call after compiling under one, miss; so where the C++ check fails and that
+# state is not what it was at compile time, the Python ``tensor_match``es decide instead
+# (``___check_tensors_elsewhere``), as they did before.  ``tensor_match`` stays the readable definition, which
+# ``first_failure`` and ``show_guards`` use; a frame input's TENSOR_MATCH keeps its early half in Python, as a
+# cheap discriminator ([Note: guard order and shared prefixes]).  The C++ check is built only when the values the
+# guards came from are at hand, every one passes its TENSOR_MATCH, and the check accepts them; otherwise the
+# Python lines stay.
+def tensor_checks(guards: list[Guard], values: dict[str, torch.Tensor] | None) -> Any:
+    """One ``TensorGuards`` for the TENSOR_MATCHes of ``guards``, in order, or None (see the Note)."""
+    matches = [g for g in guards if g.kind == "TENSOR_MATCH"]
+    make = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    make = getattr(make, "TensorGuards", None)
+    if not matches or values is None or make is None:
+        return None
+    try:
+        tensors = [values[g.source.name()] for g in matches]
+        if not all(tensor_match(t, g.expected) for t, g in zip(tensors, matches)):
+            return None
+        symbolic = lambda dims: [None if type(d) is str else d for d in dims]
+        checks = make(*tensors, dynamic_dims_sizes=[symbolic(g.expected.shape) for g in matches],
+                      dynamic_dims_strides=[symbolic(g.expected.stride) for g in matches])
+        return checks if checks.check(*tensors) else None
+    except Exception:  # noqa: BLE001 - a torch without this class, or a value it refuses: the Python checks stay
+        return None
+
+
+def _dispatch_state() -> tuple[int, int]:
+    """The thread's dispatch keys added and removed (modes, autocast, inference mode), as two numbers."""
+    return (torch._C._dispatch_tls_local_include_set().raw_repr(),
+            torch._C._dispatch_tls_local_exclude_set().raw_repr())
+
+
+def tensor_checks_elsewhere(metas: list[TensorMeta]) -> Callable[..., bool]:
+    """The TENSOR_MATCHes in Python, for calls whose dispatch state differs from the compile's (see the Note):
+    there, the C++ check's verdict says nothing about the tensors."""
+    compiled_in = _dispatch_state()
+
+    def check(*tensors) -> bool:
+        return _dispatch_state() != compiled_in and len({id(t) for t in tensors}) == len(tensors) and all(
+            tensor_match(t, meta) for t, meta in zip(tensors, metas))
+    return check
+
+
 _EXACT_KINDS = {"EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH", "SYMINT_MATCH", "CLOSURE_MATCH", "NN_MODULE", "LIST_LENGTH",
                 "DICT_KEYS", "TUPLE_ITERATOR_LEN"}
 
@@ -385,6 +488,8 @@ def _guard_rank(g: Guard) -> tuple[int, int]:
         return (-2, 0)  # L['expert_idx'] == 3: what tells the entries of a loop's resume function apart
     if g.kind == "SHAPE_ENV":
         return (-2, 1)  # 2 <= L['rows'].size()[0] <= 4: what tells a symbolic entry's cases apart, and cheap
+    if g.kind == "TUPLE_ITERATOR_LEN" and is_frame_input(g.source):
+        return (-2, 2)  # items left == 0: the loop's last iteration (with the early halves of TENSOR_MATCHes)
     if g.source is None:
         return (-1, 0)  # grad mode, default dtype: one call each
     if g.kind in ALIASING_KINDS or g.kind == "DUPLICATE_INPUT":

@@ -289,6 +289,10 @@ class OutputGraph:
             guards.append(Guard("NO_ALIASING", objects[0], None, None, tuple(objects[1:])))
         return guards
 
+    def tensor_values(self) -> dict[str, torch.Tensor]:
+        """The frame's tensors that became graph inputs, by source name: what the TENSOR_MATCHes were made from."""
+        return {name: value for name, (value, _) in self.input_fakes.items()}
+
     def refreshed_tensor_match(self, g: Guard) -> Guard:
         """TENSOR_MATCH reads sizes after tracing: a symbol the trace specialised (``range(s0)`` made ``s0 == 5``)
         is a plain number by now, which TENSOR_MATCH checks (``produce_guards`` leaves static sizes to it)."""

@@ -4,6 +4,7 @@ Every test compares with eager and asserts counts; the cost itself is pinned by 
 ``nn.Module.__getattr__`` calls, frames entered), not by timings.  bench/overhead_translator.py measures the time.
 """
 import dataclasses
+import types
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from torch import nn
 
 import minidynamo
 from minidynamo.guards import Guard, GuardManager, TensorMeta, is_frame_input, tensor_match
-from minidynamo.source import LocalSource
+from minidynamo.source import AttrSource, LocalSource
 from minidynamo.testing import CompileCounter
 from minidynamo.utils import tuple_iterator_state
 
@@ -313,6 +314,50 @@ def test_inlined_tensor_match_agrees_with_tensor_match():
             assert manager.check({"t": t}, {}) == (isinstance(t, torch.Tensor) and tensor_match(t, meta)), (meta, t)
 
 
+def test_tensor_checks_in_one_call_agree_with_tensor_match():
+    """[Note: tensor checks in one call]: given the tensors the guards were made from, the TENSOR_MATCHes of an
+    entry are one C++ ``TensorGuards`` call (plus each frame input's early half in Python), which accepts exactly
+    what ``tensor_match`` accepts on a zoo of tensors, static or symbolic sizes; without them the Python lines
+    stay."""
+    base = torch.randn(4, 6)
+    zoo = [base, torch.randn(4, 6), torch.randn(6, 4).t(), base[:, :3], torch.randn(4, 6, dtype=torch.float64),
+           torch.randn(4, 6, requires_grad=True), nn.Parameter(torch.randn(4, 6)), torch.randn(3, 6),
+           torch.randn(4, 6, device="meta"), torch.randn(6), torch.zeros(4, 1), torch.randn(5, 6)]
+    made_from = [(t, TensorMeta.of(t)) for t in zoo]
+    made_from.append((base, dataclasses.replace(TensorMeta.of(base), shape=("s0", 6), stride=(6, 1))))
+    for value, meta in made_from:
+        # two inputs, so the line checks a frame input (its early half in Python) and a module attribute
+        w = torch.randn(2, 3)
+        guards = [Guard("TENSOR_MATCH", LocalSource("t"), meta),
+                  Guard("TENSOR_MATCH", AttrSource(LocalSource("m"), "w"), TensorMeta.of(w)),
+                  Guard("NO_TENSOR_ALIASING", LocalSource("t"), None, None, (AttrSource(LocalSource("m"), "w"),))]
+        manager = GuardManager(guards, {"L['t']": value, "L['m'].w": w})
+        assert manager.tensor_checks is not None and "___check_tensors(___t0, " in manager.source
+        assert "___no_aliasing" not in manager.source  # the C++ check refuses one tensor passed twice
+        m = types.SimpleNamespace(w=w)
+        for t in [*zoo, "not a tensor"]:
+            expected = isinstance(t, torch.Tensor) and tensor_match(t, meta)
+            assert manager.check({"t": t, "m": m}, {}) == expected, (meta, t)
+        assert not manager.check({"t": value, "m": types.SimpleNamespace(w=w.t())}, {})
+        assert not manager.check({"t": w, "m": m}, {})  # aliased inputs
+    assert GuardManager([Guard("TENSOR_MATCH", LocalSource("t"), TensorMeta.of(base))]).tensor_checks is None
+
+
+def test_a_tensor_with_other_dispatch_keys_recompiles_and_stays_right():
+    """[Note: tensor checks in one call]: the C++ check also compares dispatch keys, so a conjugate view (same
+    dtype, shape and strides as the tensor the frame was compiled for) fails it: one recompile, and both calls
+    agree with eager."""
+    def f(z):
+        return z * 2 + 1
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    z = torch.randn(3, dtype=torch.complex64)
+    torch.testing.assert_close(compiled(z), f(z))
+    torch.testing.assert_close(compiled(z.conj()), f(z.conj()))
+    torch.testing.assert_close(compiled(z), f(z))
+    assert minidynamo.counters["frames"]["ok"] == 2 and minidynamo.counters["recompiles"]["total"] == 1
+
+
 def test_the_collector_is_paused_while_a_frame_compiles_and_restored_after():
     """[Note: no collector while compiling]: the backend runs with the garbage collector off; afterwards it is as
     the program left it (on, or off if the program turned it off), also when the translation fails."""
@@ -344,3 +389,26 @@ def test_the_collector_is_paused_while_a_frame_compiles_and_restored_after():
         assert seen == [False, False] and not gc.isenabled()  # the program's choice stands
     finally:
         gc.enable()
+
+
+def test_a_frame_compiled_under_a_dispatch_mode_is_reused_outside_it_and_back():
+    """[Note: tensor checks in one call]: the C++ check reads dispatch keys through the thread's dispatch state, which
+    a ``TorchDispatchMode`` changes; where that state differs from the compile's, the Python checks decide, so
+    moving in and out of a mode neither recompiles nor reuses an entry the tensors do not fit."""
+    class Passthrough(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def f(x, w):
+        return (x * w).sum(0)
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    x, w = torch.randn(4, 3), torch.randn(3)
+    with Passthrough():
+        torch.testing.assert_close(compiled(x, w), f(x, w))
+    torch.testing.assert_close(compiled(x, w), f(x, w))
+    with Passthrough():
+        torch.testing.assert_close(compiled(x, w), f(x, w))
+    assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
+    torch.testing.assert_close(compiled(x, w.double()), f(x, w.double()))  # a dtype the entry does not fit
+    assert minidynamo.counters["recompiles"]["total"] == 1
