@@ -67,6 +67,12 @@ def reinterpret_tensor(tensor, size, stride, offset):
     return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
 
 
+def aten_entry(op: torch._ops.OpOverload) -> Callable:
+    """``op``'s C++ entry, which its ``__call__`` forwards to ([Note: extern calls] in codegen/wrapper.py)."""
+    entry = getattr(op, "_op", None)
+    return entry if callable(entry) else op
+
+
 def ensure_layout(tensor, size, stride):
     """An extern or fallback result with the strides the kernels were generated for. Tracing predicts them
     (fake tensors); should a library choose others at run time, copy rather than read the wrong elements."""
@@ -294,8 +300,8 @@ class KernelLauncher:
             return self.xnumel, self.rnumel
         return (args[-1], 1) if self.kind == "poi" else (args[-2], args[-1])
 
-    def _grid(self, cfg: dict, args=()) -> tuple:
-        xnumel, rnumel = self._numels(args)
+    def _grid(self, cfg: dict, args=(), numels: tuple[int, int] | None = None) -> tuple:
+        xnumel, rnumel = numels or self._numels(args)
         grid = ((xnumel + cfg["XBLOCK"] - 1) // cfg["XBLOCK"],)
         if self.kind == "tile":  # blocks of columns on axis 0, unless x_first (see TritonKernel._header)
             rblocks = ((rnumel + cfg["RBLOCK"] - 1) // cfg["RBLOCK"],)
@@ -325,12 +331,13 @@ class KernelLauncher:
         return None
 
     def run(self, *args) -> None:
-        if (0 in self._numels(args)) if self.symbolic else self.empty:  # an empty tensor: nothing to compute
+        numels = self._numels(args) if self.symbolic else None
+        if (0 in numels) if self.symbolic else self.empty:  # an empty tensor: nothing to compute
             return
         if self._direct:
             direct = self._direct.get(specialization_key(args))
             if direct is not None:
-                direct.launch(args, self._grid(self.config, args) if self.symbolic else direct.grid)
+                direct.launch(args, self._grid(self.config, args, numels) if self.symbolic else direct.grid)
                 return
         if not self.tuned:
             self.config = self._autotune(args)
@@ -478,7 +485,8 @@ class DirectLauncher:
         self.grid = (*grid, 1, 1)[:3]  # always three dimensions, as kernel.run takes them
         self.constexprs = tuple(constexprs)
         self.device = active_driver.get_current_device()
-        self.stream_of = active_driver.get_current_stream
+        # torch's C call where it has one (what Inductor's wrapper calls): Triton's may be a Python method
+        self.stream_of = getattr(torch._C, "_cuda_getCurrentRawStream", None) or active_driver.get_current_stream
         self.hooks = knobs.runtime  # read at each launch: a profiler may set launch hooks at any time
         on_device = all(a.is_cuda and a.get_device() == self.device for a in args if isinstance(a, torch.Tensor))
         self.static = static_cuda_launcher.make(kernel, self.device) \

@@ -33,7 +33,7 @@ import torch.utils._pytree as pytree
 
 from .. import config, ir, matmul_template, metrics
 from ..compile_worker import WRAPPER_MARKER
-from ..indexing import is_symbolic, size_hint, texpr
+from ..indexing import contiguous_strides, is_symbolic, size_hint, texpr
 from ..scheduler import ExternKernelSchedulerNode, FusedSchedulerNode, Scheduler
 from .triton import TritonKernel
 
@@ -52,7 +52,7 @@ WRAPPER_IMPORTS = f'''
 {WRAPPER_MARKER}
 import torch
 from mininductor.runtime import KernelLauncher, ReductionKindChoice, empty_strided, ensure_layout, reinterpret_tensor
-from mininductor.runtime import current_cuda_device, empty_strided_cuda
+from mininductor.runtime import aten_entry, current_cuda_device, empty_strided_cuda
 
 '''
 
@@ -133,6 +133,7 @@ class WrapperCodeGen:
         self.graph, self.scheduler = graph, scheduler
         self.kernels: list[TritonKernel] = []
         self.twins: dict[str, TritonKernel] = {}  # a persistent kernel's name -> its looped twin (_looped_twin)
+        self.extern_ops: dict[str, str] = {}  # alias in call -> the ATen op it is bound to ([Note: extern calls])
         self.lines: list[str] = []
         self.removed: set[str] = set()
         self.output_names = self._output_refs()
@@ -240,6 +241,7 @@ class WrapperCodeGen:
             sources.append(matmul_template.TEMPLATE_SOURCE)
             launchers += ["from mininductor.matmul_template import MatmulChoice", *choices]
         body = self._call_body()
+        launchers += [f"{alias} = aten_entry({op})  # [Note: extern calls]" for alias, op in self.extern_ops.items()]
         return header_for(sources) + "".join(sources) + WRAPPER_IMPORTS + "\n".join(launchers) + "\n\n\n" + body
 
     def _launcher_line(self, k: TritonKernel) -> str:
@@ -345,9 +347,24 @@ class WrapperCodeGen:
         if isinstance(out, ir.IRNode):
             inner = ir.unwrap_view_to_buffer(out)
             if isinstance(inner, ir.ReinterpretView):
-                return inner.codegen_reference()
+                return inner.get_name() if self._whole_buffer(inner) else inner.codegen_reference()
             return inner.get_name()
         return repr(out)
+
+    def _whole_buffer(self, view: ir.ReinterpretView) -> bool:
+        """Is this output view all of a buffer ``call`` allocated, read as it was written -- same sizes and strides,
+        offset 0 -- and the only output made of it?  Then the buffer itself is returned: a view of it would cost a
+        ``torch.as_strided`` per call and make the output a view (``_base`` set), which AOTAutograd's runtime
+        must then re-make as one ([Note: outputs that are views])."""
+        buf, layout = view.data, view.layout
+        if buf.get_name() in self.graph.graph_input_names or not isinstance(getattr(buf, "layout", None),
+                                                                            ir.FixedLayout):
+            return False
+        same = list(layout.size) == list(buf.layout.size) and list(layout.stride) == list(buf.layout.stride) \
+            and not is_symbolic(layout.offset) and layout.offset == 0 and buf.layout.offset == 0
+        uses = sum(1 for o in self.graph.graph_outputs if isinstance(o, ir.IRNode)
+                   and getattr(ir.unwrap_view_to_buffer(o), "get_name", lambda: None)() == buf.get_name())
+        return same and uses == 1
 
     def _extern_lines(self, node: ExternKernelSchedulerNode) -> list[str]:
         buf = node.node
@@ -365,12 +382,34 @@ class WrapperCodeGen:
         if buf.template:  # cuBLAS or the tf32x3 template: [Note: tf32x3 for skinny fp32 matmuls]
             return [f"    {buf.get_name()} = {buf.choice_name}.run({args})"]
         kwargs = "".join(f", {k}={_ref(v)!r}" for k, v in buf.kwargs.items())
-        return [f"    {buf.get_name()} = {buf.kernel}({args}{kwargs})", self._ensure_layout(buf)]
+        call = f"    {buf.get_name()} = {self._extern_alias(buf.kernel)}({args}{kwargs})"
+        if buf.kernel in CONTIGUOUS_RESULTS and list(buf.layout.stride) == contiguous_strides(buf.layout.size):
+            return [call]  # [Note: extern calls]: a matmul's result is contiguous, as traced
+        return [call, self._ensure_layout(buf)]
+
+    def _extern_alias(self, kernel: str) -> str:
+        """The module-level name ``call`` uses for the ATen op ``kernel`` (``torch.ops.aten.mm.default`` ->
+        ``aten_mm``), bound to the op's C++ entry ([Note: extern calls])."""
+        alias = kernel.removeprefix("torch.ops.").removesuffix(".default").replace(".", "_")
+        self.extern_ops[alias] = kernel
+        return alias
 
     @staticmethod
     def _ensure_layout(buf) -> str:
         size, stride = shape_text(buf.layout.size), shape_text(buf.layout.stride)
         return f"    {buf.get_name()} = ensure_layout({buf.get_name()}, {size}, {stride})"
+
+
+# [Note: extern calls]  A library call in ``call`` (cuBLAS through ``aten.mm``, ``aten.addmm``...) goes through
+# a module-level name bound to the op's C++ entry (``aten_mm = aten_entry(torch.ops.aten.mm.default)``): calling
+# the ``OpOverload`` itself first runs its Python ``__call__``, which only forwards the arguments -- about 2 us of
+# host time per call, and a loop body's forward and backward make five of them per expert.  The result then goes
+# through ``ensure_layout``, which copies it should the library choose other strides than tracing predicted --
+# except for the matmuls below, which always return a fresh contiguous tensor (``at::empty`` of the result's
+# sizes; tests/mininductor/test_codegen_wrapper.py checks it for strided inputs), when tracing predicted exactly
+# those strides.
+CONTIGUOUS_RESULTS = frozenset(f"torch.ops.aten.{op}.default" for op in ("mm", "addmm", "bmm", "baddbmm", "mv",
+                                                                          "addmv", "dot"))
 
 
 def shape_text(values) -> str:
