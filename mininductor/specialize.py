@@ -354,7 +354,10 @@ class IntsAsTensors:
         self.scalars: dict[int, torch.Tensor] = {}
 
     def __call__(self, *args):
-        return self.compiled_graph(*[self.scalar(a) if k in self.positions else a for k, a in enumerate(args)])
+        args = list(args)
+        for k in self.positions:  # usually one: the loop index
+            args[k] = self.scalar(args[k])
+        return self.compiled_graph(*args)
 
     def scalar(self, value: int) -> torch.Tensor:
         if self.device is None:

@@ -377,39 +377,49 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
 
         @staticmethod
         def backward(ctx, *grad_outs):
+            if not torch.is_grad_enabled():  # the usual backward (no create_graph): no context manager to enter
+                return gradients(ctx, grad_outs)
             with torch.no_grad():
-                grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
-                tangents = [g for g, rg in zip(grad_outs, fw_rg) if rg]
-                unreached = frozenset(k for k, g in enumerate(tangents) if g is None)
-                if unreached:
-                    shapes = ctx.tangent_shapes if runtime_shapes else static_shapes
-                    tangents = [torch.zeros(shapes[k], dtype=v.dtype, device=v.device) if k in unreached else g
-                                for k, (g, v) in enumerate(zip(tangents, tangent_vals))]
-                tangents = [g.contiguous() for g in tangents]
-                saved = ctx.saved_tensors
-                if ctx.saved_ints:
-                    saved = list(saved)
-                    for k, value in ctx.saved_ints:
-                        saved.insert(k, value)
-                grads = iter(compile_bw()(*saved, *tangents))
-                grads = tuple(next(grads) if has else None for has in num_grads)
-                if unreached:
-                    grads = tuple(None if g is None or deps and deps <= unreached else g
-                                  for g, deps in zip(grads, grad_deps))
-            if torch.is_grad_enabled() and any(ctx.needs_input_grad):
+                grads = gradients(ctx, grad_outs)
+            if any(ctx.needs_input_grad):
                 return _refuse_double_backward(grads)
             return grads
 
+    def gradients(ctx, grad_outs: tuple) -> tuple:
+        """The backward graph's input gradients for these output gradients (run with grad mode off)."""
+        grad_outs = ctx.plan.tangents_of_views(list(grad_outs[:n_fw]), grad_outs[n_fw:])
+        tangents = [g for g, rg in zip(grad_outs, fw_rg) if rg]
+        unreached = frozenset(k for k, g in enumerate(tangents) if g is None)
+        if unreached:
+            shapes = ctx.tangent_shapes if runtime_shapes else static_shapes
+            tangents = [torch.zeros(shapes[k], dtype=v.dtype, device=v.device) if k in unreached else g
+                        for k, (g, v) in enumerate(zip(tangents, tangent_vals))]
+        tangents = [g.contiguous() for g in tangents]
+        saved = ctx.saved_tensors
+        if ctx.saved_ints:
+            saved = list(saved)
+            for k, value in ctx.saved_ints:
+                saved.insert(k, value)
+        grads = iter(compile_bw()(*saved, *tangents))
+        grads = tuple(next(grads) if has else None for has in num_grads)
+        if unreached:
+            grads = tuple(None if g is None or deps and deps <= unreached else g
+                          for g, deps in zip(grads, grad_deps))
+        return grads
+
     def runtime(*args):
+        fn_args = _writable_inputs(args, new_value_slots) if new_value_slots else args
+        if cut:
+            fn_args = tuple(a.detach() if i in cut else a for i, a in enumerate(fn_args))
         # [Note: enable_grad inside]  Some outputs require grad (``meta``), so autograd must record this node even
         # when the caller runs under ``no_grad`` and ``gm`` turned grad mode on itself (``with torch.enable_grad():``
         # inside): ``apply`` under no_grad would return plain tensors.  Outputs eager computed without grad are
         # marked non-differentiable in ``forward``, so they stay plain either way.
-        with torch.enable_grad():
-            fn_args = _writable_inputs(args, new_value_slots) if new_value_slots else args
-            if cut:
-                fn_args = tuple(a.detach() if i in cut else a for i, a in enumerate(fn_args))
+        if torch.is_grad_enabled():  # the usual case: no context manager to enter
             outs = CompiledFunction.apply(*fn_args)
+        else:
+            with torch.enable_grad():
+                outs = CompiledFunction.apply(*fn_args)
         n = meta.num_tensor_outputs
         user_outs = plans.pop().regenerate(args, list(outs[:n]), outs[n_fw:])
         _apply_mutations(args, meta, list(outs[n:n_fw]))
