@@ -14,6 +14,7 @@ Upstream builds guards in C++ (``torch/_dynamo/guards.py`` + ``guards.cpp``); we
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import traceback
@@ -430,8 +431,7 @@ class GuardManager:
 def tensor_checks(guards: list[Guard], values: dict[str, torch.Tensor] | None) -> Any:
     """One ``TensorGuards`` for the TENSOR_MATCHes of ``guards``, in order, or None (see the Note)."""
     matches = [g for g in guards if g.kind == "TENSOR_MATCH"]
-    make = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-    make = getattr(make, "TensorGuards", None)
+    make = _tensor_guards_class()
     if not matches or values is None or make is None:
         return None
     try:
@@ -443,6 +443,22 @@ def tensor_checks(guards: list[Guard], values: dict[str, torch.Tensor] | None) -
                       dynamic_dims_strides=[symbolic(g.expected.stride) for g in matches])
         return checks if checks.check(*tensors) else None
     except Exception:  # noqa: BLE001 - a torch without this class, or a value it refuses: the Python checks stay
+        return None
+
+
+@functools.cache
+def _tensor_guards_class() -> Any:
+    """torch's ``TensorGuards``, where it compares ``requires_grad`` as ``tensor_match`` does (older versions
+    compared it only under grad mode, which would let a frame compiled under ``no_grad`` for a tensor that does not
+    require grad serve one that does), else None."""
+    make = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "TensorGuards", None)
+    if make is None:
+        return None
+    try:
+        with torch.no_grad():
+            probe = make(torch.zeros(1), dynamic_dims_sizes=[[1]], dynamic_dims_strides=[[1]])
+            return make if not probe.check(torch.zeros(1, requires_grad=True)) else None
+    except Exception:  # noqa: BLE001 - another signature: the Python checks stay
         return None
 
 
