@@ -39,6 +39,12 @@ show_guards(compiled);"""),
         code("""
 from minidynamo.explain import _entries
 print(_entries(compiled)[0].guard_manager.source)   # the generated check"""),
+        md("""
+Read it top down: the cheap lines that tell one cache entry from another come first (each tensor input's
+`requires_grad` and shape: the *early half* of its `TENSOR_MATCH`), then the ambient state and the globals, and
+last one call, `___check_tensors(...)`, torch's C++ `TensorGuards`, which checks every tensor's type, dispatch
+keys, dtype, device, sizes and strides at once -- upstream's generated checks called the same function. The Python
+definition of that check is `tensor_match` in `guards.py`; `show_guards` and the recompile messages use it."""),
         md("Grouped by the frame variable each guard starts from:"),
         code("viz.draw_guards(_entries(compiled)[0].guards, name='guards of affine')"),
         md("""
