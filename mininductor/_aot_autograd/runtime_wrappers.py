@@ -143,14 +143,17 @@ def _no_grad_view(o: torch.Tensor) -> torch.Tensor:
         return o.detach().requires_grad_().as_strided(o.size(), o.stride(), o.storage_offset())
 
 
-def _distinct_non_differentiable(outs: list, requires_grad: list[bool]) -> list:
+def _distinct_non_differentiable(outs: list, without_grad: list[int], with_grad: list[int]) -> list:
     """An output without grad that *is* an output with grad (``y`` and ``y.detach()`` compiled to one buffer) is
     returned as a detached alias of it: ``mark_non_differentiable`` marks objects, so it would take ``y`` too.
     So is one that is a *view* (``aten.alias(y)``, what ``y.detach()`` becomes in an ATen graph run as it is): a
-    view returned by an ``autograd.Function`` takes ``requires_grad`` from its base whatever it is marked."""
-    differentiable = {id(o) for o, rg in zip(outs, requires_grad) if rg}
-    return [o.detach() if not rg and (id(o) in differentiable or o._is_view()) else o
-            for o, rg in zip(outs, requires_grad)]
+    view returned by an ``autograd.Function`` takes ``requires_grad`` from its base whatever it is marked.
+    ``without_grad``/``with_grad``: the positions of the outputs of each kind; ``outs`` is changed in place."""
+    differentiable = {id(outs[k]) for k in with_grad}
+    for k in without_grad:
+        if outs[k]._is_view() or id(outs[k]) in differentiable:
+            outs[k] = outs[k].detach()
+    return outs
 
 
 def _refuse_double_backward(grads: tuple) -> tuple:
@@ -236,9 +239,13 @@ class OutputAliasPlan:
     overlapping: frozenset[int] = frozenset()  # indices into ``bases`` whose views share elements
 
     @staticmethod
-    def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta) -> OutputAliasPlan:
-        views = [k for k, (o, rg) in enumerate(zip(outs, requires_grad))
-                 if rg and o._is_view() and k not in meta.mutated_input_aliases]
+    def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta,
+           with_grad: list[int] | None = None) -> OutputAliasPlan:
+        """The plan for this call's ``outs``; ``with_grad``, where the caller has them, the positions of the
+        outputs that require grad (the only ones a view of which is re-made)."""
+        if with_grad is None:
+            with_grad = [k for k, rg in enumerate(requires_grad) if rg]
+        views = [k for k in with_grad if outs[k]._is_view() and k not in meta.mutated_input_aliases]
         if not views and not meta.no_grad_views:  # the usual case, decided without reading any input
             return NO_ALIASES
         plan = OutputAliasPlan({}, [])
@@ -347,7 +354,10 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
     tangent_vals = [v for v, rg in zip(meta.fw_output_vals, fw_rg) if rg]
     static_shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in tangent_vals]
     runtime_shapes = None in static_shapes  # a symbolic size: read each call's output shapes
-    all_differentiable = all(fw_rg)
+    # positions, read once: the forward's outputs with and without grad, and the user outputs with grad
+    with_grad, without_grad = [k for k, rg in enumerate(fw_rg) if rg], [k for k, rg in enumerate(fw_rg) if not rg]
+    user_with_grad = [k for k in with_grad if k < meta.num_tensor_outputs]
+    mutated = meta.mutated_inputs
     new_value_slots = [(i, meta.num_tensor_outputs + k) for k, i in enumerate(meta.mutated_inputs) if i in in_place]
     cut = _inputs_without_gradient(meta, num_grads)
 
@@ -359,21 +369,24 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
             ctx.set_materialize_grads(False)  # [Note: outputs the backward does not reach]
             outs = list(compiled_fw(*args))
             if runtime_shapes:
-                ctx.tangent_shapes = [o.shape for o, rg in zip(outs[:n_fw], fw_rg) if rg]
-            dirty = [args[i] for i, slot in new_value_slots if outs[slot] is args[i]]
-            if dirty:
-                ctx.mark_dirty(*dirty)
-            if all_differentiable:  # the usual case: nothing to detach or mark
-                fw_outs, saved = outs[:n_fw], outs[n_fw:]
-            else:
-                fw_outs, saved = _distinct_non_differentiable(outs[:n_fw], fw_rg), outs[n_fw:]
-                ctx.mark_non_differentiable(*[o for o, rg in zip(fw_outs, fw_rg) if not rg])
-            saved = _unalias_mutated_inputs(saved, [args[i] for i in meta.mutated_inputs])
-            ctx.saved_ints = [(k, saved[k]) for k in saved_ints]
-            ctx.save_for_backward(*[v for k, v in enumerate(saved) if k not in saved_ints] if saved_ints else saved)
-            ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta)
+                ctx.tangent_shapes = [outs[k].shape for k in with_grad]
+            if new_value_slots:
+                dirty = [args[i] for i, slot in new_value_slots if outs[slot] is args[i]]
+                if dirty:
+                    ctx.mark_dirty(*dirty)
+            fw_outs, saved = outs[:n_fw], outs[n_fw:]
+            if without_grad:  # outputs eager computed without grad: detached where needed, and marked
+                fw_outs = _distinct_non_differentiable(fw_outs, without_grad, with_grad)
+                ctx.mark_non_differentiable(*[fw_outs[k] for k in without_grad])
+            if mutated:
+                saved = _unalias_mutated_inputs(saved, [args[i] for i in mutated])
+            if saved_ints:
+                ctx.saved_ints = [(k, saved[k]) for k in saved_ints]
+                saved = [v for k, v in enumerate(saved) if k not in saved_ints]
+            ctx.save_for_backward(*saved)
+            ctx.plan = plan = OutputAliasPlan.of(args, fw_outs[:meta.num_tensor_outputs], fw_rg, meta, user_with_grad)
             plans.append(plan)
-            return (*fw_outs, *plan.bases)
+            return (*fw_outs, *plan.bases) if plan.bases else tuple(fw_outs)
 
         @staticmethod
         def backward(ctx, *grad_outs):
@@ -396,7 +409,7 @@ def make_autograd_runtime(compiled_fw: Callable, compile_bw: Callable[[], Callab
                         for k, (g, v) in enumerate(zip(tangents, tangent_vals))]
         tangents = [g.contiguous() for g in tangents]
         saved = ctx.saved_tensors
-        if ctx.saved_ints:
+        if saved_ints:
             saved = list(saved)
             for k, value in ctx.saved_ints:
                 saved.insert(k, value)
