@@ -412,3 +412,20 @@ def test_a_frame_compiled_under_a_dispatch_mode_is_reused_outside_it_and_back():
     assert minidynamo.counters["frames"]["ok"] == 1 and minidynamo.counters["recompiles"]["total"] == 0
     torch.testing.assert_close(compiled(x, w.double()), f(x, w.double()))  # a dtype the entry does not fit
     assert minidynamo.counters["recompiles"]["total"] == 1
+
+
+def test_an_inference_tensor_gets_an_entry_of_its_own():
+    """[Note: tensor checks in one call]: a tensor made under ``torch.inference_mode()`` has other dispatch keys, so
+    passed outside that mode it fails the C++ check of an entry compiled for an ordinary tensor (as upstream's
+    guards fail it): one recompile, values as eager's, and each kind of tensor then finds its own entry."""
+    def f(x):
+        return x.sin() * 2
+
+    compiled = minidynamo.minicompile(f, backend="eager")
+    x = torch.randn(5)
+    with torch.inference_mode():
+        t = torch.randn(5)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), f(x))
+        torch.testing.assert_close(compiled(t), f(t))
+    assert minidynamo.counters["frames"]["ok"] == 2 and minidynamo.counters["recompiles"]["total"] == 1
