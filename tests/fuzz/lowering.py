@@ -21,7 +21,7 @@ compiled).
 
 Known differences that are not bugs (left out of the op lists, or reported as a mismatch to be read): the sign bit
 of a NaN (``signbit``, ``copysign``: eager's CPU kernels and NumPy make NaNs with different signs, and CUDA a third
-way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value, its vectorised ``gelu(inf)`` is
+way); eager's CPU ``cosh``/``sinh`` overflow to inf below float32's largest value (seed 9720254 of --matmul, in bfloat16), its vectorised ``gelu(inf)`` is
 NaN, its vectorised ``gelu`` is -0.0 from x = -5.5274 down (its ``erf`` reaches -1), where its scalar path and ours
 give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dynamic), and its bfloat16
 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; its fp32 ``erfc(10.05)`` is 0 where float64's
@@ -30,7 +30,10 @@ give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dyna
 of 1e5, or of an fp64 ``expm1`` of 102, 2e44: seed 9100164 of --grad --int --dynamic; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``cos``
 after two fp32 ``addcmul``s, whose gradients eager's and ours both miss float64's by more than their size: seed
 6410030 of --grad --dynamic; after an fp32 ``addcmul`` or ``baddbmm``, seeds 9701311 and 9710153 of --grad, where
-both miss float64's gradient by 400 and 2,000 on scales of 480 and 1,450, ours and eager's 0.06 and 20 apart) amplify one-ulp differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
+both miss float64's gradient by 400 and 2,000 on scales of 480 and 1,450, ours and eager's 0.06 and 20 apart;
+a bfloat16 ``pow`` of values near 1e38 after ``logit`` and ``atan``, whose condition number ``|y ln x|`` of about
+90 turns one bfloat16 ulp of its inputs into a 3x difference: seed 9720096 of --matmul) amplify one-ulp
+differences; eager's CPU ``prod`` of float16 multiplies in float16 (an overflow to inf, then
 inf * 0 is NaN), its ``cumsum`` of float32 adds in float64 and its ``var``/``std`` of float32 accumulate in
 float64 (a squared deviation past 3.4e38 stays finite there; seed 963892 of --zero --int, and 9202832 of
 --zero --dynamic, a ``digamma`` of it), where we, like eager's CUDA kernels, use float32 (a
