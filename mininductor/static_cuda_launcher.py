@@ -292,9 +292,7 @@ class StaticallyLaunchedCudaKernel:
         self.stream = ctypes.c_void_p(0)  # the stream of the last launch, as the pointer cuLaunchKernel takes
 
     def launch(self, args, grid: tuple[int, int, int], stream: int) -> None:
-        device = self.device  # the device check of _pointer, written out: one method call fewer per tensor
-        values = [(args[k].data_ptr() if args[k].get_device() == device else self._pointer(args[k], k))
-                  if pointer else args[k] for k, pointer in self.slots]
+        values = [self._pointer(args[k], k) if pointer else args[k] for k, pointer in self.slots]
         if self.torch_launch is not None:
             self.torch_launch(self.handle, grid[0], grid[1], grid[2], self.warps, self.shared, self.types,
                               (*values, *self.nulls), stream)

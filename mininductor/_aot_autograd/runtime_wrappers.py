@@ -240,11 +240,9 @@ class OutputAliasPlan:
 
     @staticmethod
     def of(args: tuple, outs: list, requires_grad: list[bool], meta: ViewAndMutationMeta,
-           with_grad: list[int] | None = None) -> OutputAliasPlan:
-        """The plan for this call's ``outs``; ``with_grad``, where the caller has them, the positions of the
-        outputs that require grad (the only ones a view of which is re-made)."""
-        if with_grad is None:
-            with_grad = [k for k, rg in enumerate(requires_grad) if rg]
+           with_grad: list[int]) -> OutputAliasPlan:
+        """The plan for this call's ``outs``; ``with_grad``: the positions of the outputs that require grad (the
+        only ones a view of which is re-made), read once by the caller."""
         views = [k for k in with_grad if outs[k]._is_view() and k not in meta.mutated_input_aliases]
         if not views and not meta.no_grad_views:  # the usual case, decided without reading any input
             return NO_ALIASES

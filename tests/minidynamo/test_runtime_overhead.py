@@ -314,6 +314,24 @@ def test_inlined_tensor_match_agrees_with_tensor_match():
             assert manager.check({"t": t}, {}) == (isinstance(t, torch.Tensor) and tensor_match(t, meta)), (meta, t)
 
 
+def test_what_tells_entries_apart_is_checked_first_and_the_tensors_last():
+    """[Note: guard order and shared prefixes]: a frame input's TENSOR_MATCH early half (requires_grad, a static
+    shape) and a resumed loop's TUPLE_ITERATOR_LEN come before the ambient state; the rest of the tensor checks is
+    the one ``___check_tensors`` line, after every other guard of one input."""
+    x, w = torch.randn(3), torch.randn(4, 2)
+    guards = [Guard("GRAD_MODE", None, True), Guard("TENSOR_MATCH", LocalSource("x"), TensorMeta.of(x)),
+              Guard("TENSOR_MATCH", AttrSource(LocalSource("m"), "w"), TensorMeta.of(w)),
+              Guard("TUPLE_ITERATOR_LEN", LocalSource("it"), ("==", 0))]
+    manager = GuardManager(guards, {"L['x']": x, "L['m'].w": w})
+    lines = [line.split("#")[1].strip() for line in manager.source.splitlines() if line.strip().startswith("if not")]
+    assert lines == ["TENSOR_MATCH (early)", "TUPLE_ITERATOR_LEN", "GRAD_MODE", "TENSOR_MATCH x 2"], lines
+    scope = {"x": x, "m": types.SimpleNamespace(w=w), "it": iter(())}
+    assert manager.check(scope, {})
+    assert not manager.check({**scope, "x": torch.randn(3, requires_grad=True)}, {})
+    assert not manager.check({**scope, "it": iter((1,))}, {})
+    assert not manager.check({**scope, "m": types.SimpleNamespace(w=w.double())}, {})
+
+
 def test_tensor_checks_in_one_call_agree_with_tensor_match():
     """[Note: tensor checks in one call]: given the tensors the guards were made from, the TENSOR_MATCHes of an
     entry are one C++ ``TensorGuards`` call (plus each frame input's early half in Python), which accepts exactly

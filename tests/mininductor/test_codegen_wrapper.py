@@ -44,14 +44,16 @@ def test_an_extern_goes_through_the_ops_cpp_entry_without_ensure_layout():
 def test_an_extern_with_a_layout_of_its_own_keeps_ensure_layout():
     x, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
     x = x.contiguous(memory_format=torch.channels_last)
-    compiled = check(lambda x, w: torch.nn.functional.conv2d(x, w) * 2, x, w, atol=1e-4, rtol=1e-4)
+    compiled = check(lambda x, w: torch.nn.functional.conv2d(x, w) * 2, x, w, atol=1e-4, rtol=1e-4, kernels=1,
+                     externs=1)
     assert "ensure_layout(" in compiled.source.split("def call")[1]
 
 
 def test_a_whole_buffer_output_is_the_buffer_and_a_part_stays_a_view():
     x = torch.randn(3, 4)
-    for fn in (lambda x: (x * 2).t().t(), lambda x: (x * 2).unsqueeze(0).squeeze(0), lambda x: (x @ x.t()).t().t()):
-        compiled = check(fn, x)
+    for fn, kernels, externs in ((lambda x: (x * 2).t().t(), 1, 0), (lambda x: (x * 2).unsqueeze(0).squeeze(0), 1, 0),
+                                 (lambda x: (x @ x.t()).t().t(), 0, 1)):
+        compiled = check(fn, x, kernels=kernels, externs=externs)
         assert compiled.source.rstrip().endswith("return (buf0, )")
         assert compiled(x.to(DEVICE))._base is None  # a tensor of its own, as eager's
 
@@ -59,7 +61,7 @@ def test_a_whole_buffer_output_is_the_buffer_and_a_part_stays_a_view():
         y = x * 2
         return y.view(2, 6), y[1:]  # two outputs made of one buffer: both stay views of it
 
-    compiled = check(two_views, torch.randn(12))
+    compiled = check(two_views, torch.randn(12), kernels=1)
     a, b = compiled(torch.randn(12, device=DEVICE))
     assert b.data_ptr() == a.data_ptr() + b.element_size() and a._base is b._base is not None
 
