@@ -9,9 +9,10 @@ the kernels are tiny and a call's wall time *is* its host time.  This prints, pe
 * eager, torch.compile and minicompile (the whole call: frame, guards, AOT wrapper, graph);
 * minicompile's compiled graph alone (``CompiledGraph``), its generated ``call``, and that ``call`` with every
   Triton launch made a no-op (what is left: cuBLAS/ATen calls, allocations, views);
-* one launch, piece by piece (``KernelLauncher.run``, the specialization key, ``DirectLauncher.launch``, the
-  static launcher through torch's C++ launch call and through our ctypes call, the ``cuLaunchKernel`` call alone),
-  beside eager's ``torch.add(out=)`` and ``torch.addmm``.
+* one launch, piece by piece (the launch generated for the kernel, the general ``KernelLauncher.run`` it skips,
+  the specialization key, ``DirectLauncher.launch``, the static launcher through torch's C++ launch call and
+  through our ctypes call, the ``cuLaunchKernel`` call alone), beside eager's ``torch.add(out=)`` and
+  ``torch.addmm``.
 
 Each number is the best of ``--rounds`` rounds of ``--calls`` calls, timed without synchronising (a round is
 short enough not to fill the launch queue) and synchronised between rounds.  Used in docs/benchmarks.md.
@@ -68,6 +69,17 @@ def compiled_graph_of(compiled, x):
     return seen[-1]
 
 
+def launch_args_of(graph, graph_args, launcher) -> tuple:
+    """The arguments ``graph``'s call hands ``launcher`` (its generated launch takes exactly those)."""
+    fast, seen = launcher.run, []
+    launcher.run = lambda *a: (seen.append(a), fast(*a))
+    try:
+        graph.call(list(graph_args))
+    finally:
+        launcher.run = fast
+    return seen[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="small", choices=["small", "reference"])
@@ -88,22 +100,27 @@ def main() -> None:
         rows["minicompile"] = time_it(lambda: mini(x))
         rows["  its CompiledGraph"] = time_it(lambda: graph(*graph_args))
         rows["  its call(args)"] = time_it(lambda: graph.call(list(graph_args)))
+        launchers = {n: v for n, v in vars(graph.module).items() if isinstance(v, runtime.KernelLauncher)}
         run = runtime.KernelLauncher.run
+        generated = {n: vars(v).pop("run") for n, v in launchers.items() if "run" in vars(v)}
         runtime.KernelLauncher.run = lambda self, *a: None
         try:
             rows["  its call(args), launches as no-ops"] = time_it(lambda: graph.call(list(graph_args)))
         finally:
             runtime.KernelLauncher.run = run
-        launchers = {n: v for n, v in vars(graph.module).items() if isinstance(v, runtime.KernelLauncher)}
+            for n, fast in generated.items():
+                launchers[n].run = fast
         print(f"one call: {len(launchers)} Triton kernels; guards, frame and AOT wrapper outside CompiledGraph")
-        name, launcher = next((n, v) for n, v in launchers.items() if v.kind == "poi" and v._direct)
+        name, launcher = next((n, v) for n, v in launchers.items() if v.kind == "poi" and "run" in vars(v))
         direct = next(iter(launcher._direct.values()))
+        launch_args = launch_args_of(graph, graph_args, launcher)
         a = torch.randn(8, 4, 64, device="cuda")
         b, c = torch.empty_like(a), torch.randn(32, 32, device="cuda")
-        launch_args = (a, b, a.numel())
         bound, stream = launch_args + direct.constexprs, direct.stream_of(direct.device)
         many = 200
-        rows[f"one launch ({name}): KernelLauncher.run"] = time_it(lambda: launcher.run(*launch_args), many)
+        rows[f"one launch ({name}): its generated launch"] = time_it(lambda: launcher.run(*launch_args), many)
+        rows["  KernelLauncher.run (the general path)"] = \
+            time_it(lambda: runtime.KernelLauncher.run(launcher, *launch_args), many)
         rows["  specialization_key"] = time_it(lambda: runtime.specialization_key(launch_args), many)
         rows["  DirectLauncher.launch"] = time_it(lambda: direct.launch(launch_args, direct.grid), many)
         static = direct.static

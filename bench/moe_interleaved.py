@@ -1,7 +1,7 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
-    python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--no-torch-compile]
-                                    [--reduce-overhead]
+    python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--generated-launch-ab]
+                                    [--no-torch-compile] [--reduce-overhead]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -9,7 +9,9 @@ over the rounds is reported: ratios taken this way are what the docs compare. Wa
 the end of each batch of calls (the tutorial MoE syncs inside every forward anyway: one ``nonzero`` per expert).
 
 ``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
-the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing.
+the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing;
+``--generated-launch-ab`` does the same with and without the launch written out per kernel ([Note: a generated
+launch] in mininductor/runtime.py).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -32,15 +34,17 @@ from minidynamo.examples.moe import make_moe, make_moe_input
 from mininductor import config, runtime
 
 
-def use_static_launcher(flag: bool) -> None:
-    """Switch launchers for kernels already compiled: drop every direct launcher, so the next call rebuilds it."""
-    config.static_cuda_launcher = flag
+def use_launchers(static: bool, generated: bool = True) -> None:
+    """Switch launchers for kernels already compiled: drop every direct launcher (and the launch generated for it),
+    so the next call rebuilds it."""
+    config.static_cuda_launcher, config.generated_launch = static, generated
     for name, module in list(sys.modules.items()):
         if name.startswith("mininductor_cache_"):
             for obj in vars(module).values():
                 for launcher in getattr(obj, "candidates", [obj]):
                     if isinstance(launcher, runtime.KernelLauncher):
                         launcher._direct.clear()
+                        vars(launcher).pop("run", None)
 
 
 def wall_ms(fn, calls: int) -> float:
@@ -85,6 +89,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--launcher-ab", action="store_true")
+    parser.add_argument("--generated-launch-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--reduce-overhead", action="store_true")
     args = parser.parse_args()
@@ -103,8 +108,12 @@ def main() -> None:
     before = {name: None for name in models}
     if args.launcher_ab:  # the same compiled model, launched each way
         models["minicompile, Triton's launcher"] = models["minicompile"]
-        before["minicompile"] = lambda: use_static_launcher(True)
-        before["minicompile, Triton's launcher"] = lambda: use_static_launcher(False)
+        before["minicompile"] = lambda: use_launchers(True)
+        before["minicompile, Triton's launcher"] = lambda: use_launchers(False)
+    if args.generated_launch_ab:  # the same compiled model, with and without launches generated per kernel
+        models["minicompile, no generated launch"] = models["minicompile"]
+        before["minicompile"] = lambda: use_launchers(True)
+        before["minicompile, no generated launch"] = lambda: use_launchers(True, generated=False)
 
     with torch.no_grad():
         for model in models.values():

@@ -132,3 +132,6 @@ static_cuda_launcher: bool = os.environ.get("MINICOMPILE_STATIC_CUDA_LAUNCHER", 
 # ... and make that launcher's driver call through torch's C++ launch call where torch has one (about 3 us less host
 # time per launch than our ctypes call; [Note: the launch call]). MINICOMPILE_TORCH_LAUNCH=0 keeps the ctypes call.
 static_launch_via_torch: bool = os.environ.get("MINICOMPILE_TORCH_LAUNCH", "1") != "0"
+# After its first direct launch, launch each kernel through Python written out for it ([Note: a generated launch]
+# in runtime.py).
+generated_launch: bool = os.environ.get("MINICOMPILE_GENERATED_LAUNCH", "1") != "0"

@@ -47,6 +47,8 @@ cudagraph_input_copies: int = 0
 # own launcher (built as a C module per argument signature on Triton 3.6), each counted at its first launch.
 static_launcher_kernels: int = 0
 triton_launcher_kernels: int = 0
+# Kernels whose later launches go through a launch function written out for them (runtime.generated_launch).
+generated_launches: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []
 fusion_rejections: list = []
@@ -74,12 +76,12 @@ def reset() -> None:
     """Zero every counter (tests call this before compiling)."""
     global generated_kernel_count, fallback_count, extern_call_count, num_bytes_accessed, specialisations
     global symbolic_compiles, fx_graph_cache_hits, compile_worker_jobs, compile_worker_failures
-    global cudagraph_input_copies, static_launcher_kernels, triton_launcher_kernels
+    global cudagraph_input_copies, static_launcher_kernels, triton_launcher_kernels, generated_launches
     global matmul_choices
     generated_kernel_count = fallback_count = extern_call_count = num_bytes_accessed = specialisations = 0
     matmul_choices = 0
     symbolic_compiles = fx_graph_cache_hits = compile_worker_jobs = compile_worker_failures = 0
-    cudagraph_input_copies = static_launcher_kernels = triton_launcher_kernels = 0
+    cudagraph_input_copies = static_launcher_kernels = triton_launcher_kernels = generated_launches = 0
     compile_worker_errors.clear()
     from . import fx_graph_cache
     fx_graph_cache.clear()  # counts start from an empty cache

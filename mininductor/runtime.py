@@ -13,6 +13,7 @@ CUDA graphs (``mode="reduce-overhead"``) are in ``cudagraphs.py``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import os
@@ -348,11 +349,17 @@ class KernelLauncher:
         if not self.interpret and config.direct_launch:
             direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
             if direct is not None and len(self._direct) < 64:
-                self._direct[specialization_key(args)] = direct
+                key = specialization_key(args)
+                self._direct[key] = direct
                 if direct.static is not None:
                     metrics.static_launcher_kernels += 1
                 else:
                     metrics.triton_launcher_kernels += 1
+                if "run" not in vars(self) and config.generated_launch:
+                    fast = generated_launch(self, direct, args)
+                    if fast is not None:  # later calls find it before the method: [Note: a generated launch]
+                        self.run = fast
+                        metrics.generated_launches += 1
 
     def _autotune(self, args) -> dict:
         """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
@@ -504,6 +511,103 @@ class DirectLauncher:
         metadata = k.launch_metadata((g0, g1, g2), stream, *bound) \
             if enter is not None or exit_ is not None else None
         k.run(g0, g1, g2, stream, k.function, k.packed_metadata, metadata, enter, exit_, *bound)
+
+
+# [Note: a generated launch]  Once a kernel has been launched directly, most of what ``KernelLauncher.run``
+# does on each call only re-derives what is already known: that the numels are not 0, the specialization key
+# (computed as a tuple, then looked up), the grid, the launch hooks, the device of each tensor, the value list.
+# About 9 us of Python on the CPU host that builds the suite, against 1.3 us for the same work written out for one
+# kernel (/bench/host_breakdown.py measures it on the GPU hosts).  So after the first direct launch through
+# torch's C++ launch call we write that function out -- Python source for this kernel's argument list, compiled
+# with ``exec`` -- and store it on the launcher as ``run``, where the wrapper's ``kernel.run(...)`` finds it
+# before the method.  Inductor does the same: ``TritonCompileResult.make_launcher`` (runtime/triton_heuristics.py)
+# generates a ``launcher`` function per compiled kernel.  For a pointwise kernel of symbolic size:
+#
+#     def run(a0, a1, a2):
+#         try:
+#             p0, p1, = a0.data_ptr(), a1.data_ptr(),
+#             if (p0 | p1) & 15 or a0.get_device() != 0 or a1.get_device() != 0 or \
+#                     hooks.launch_enter_hook.calls or hooks.launch_exit_hook.calls:
+#                 return slow(a0, a1, a2)
+#         except AttributeError:  # not a tensor where the first launch had one; a hook that is no HookChain
+#             return slow(a0, a1, a2)
+#         if type(a2) is not int or (a2 == 1, a2 % 16 == 0, ...) != (False, True, True, True) or not a2:
+#             return slow(a0, a1, a2)
+#         launch(0x5bd0..., (a2 + 1023) // 1024, 1, 1, 4, 0, 'OOi', (p0, p1, a2, None, None,), stream(0))
+#
+# Every condition the general path checks is still checked: the specialization key the binary was compiled for
+# (alignment per pointer, Triton's int rule per int), an empty launch, the device of every tensor (a host pointer
+# would fault the device), launch hooks set by a profiler.  Anything else -- another key, a hook, a CPU tensor --
+# goes to ``slow``, the method itself, which does what it always did (and raises what it always raised).  Only
+# kernels launched through torch's call get one; ``config.generated_launch`` (MINICOMPILE_GENERATED_LAUNCH=0)
+# turns it off.
+def generated_launch(launcher: KernelLauncher, direct: DirectLauncher, args: tuple) -> Callable | None:
+    """``launcher.run`` written out for ``direct``'s kernel and the specialization key of ``args`` ([Note: a
+    generated launch]); None where its launch is not torch's C++ call or an argument is neither a tensor, an int
+    nor a float."""
+    static = direct.static
+    if static is None or static.torch_launch is None:
+        return None
+    key, names = specialization_key(args), [f"a{k}" for k in range(len(args))]
+    tensors = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    ints = [k for k, a in enumerate(args) if type(a) is int]
+    floats = [k for k, a in enumerate(args) if type(a) is float]
+    if len(tensors) + len(ints) + len(floats) != len(args):
+        return None
+    device = static.device
+    aligned = [f"p{k}" for k in tensors if key[k]]
+    misaligned = [f"not p{k} & 15" for k in tensors if not key[k]]
+    bad_pointer = ([f"({' | '.join(aligned)}) & 15"] if aligned else []) + misaligned + \
+        [f"a{k}.get_device() != {device}" for k in tensors]
+    bad_scalar = [f"type(a{k}) is not int or (a{k} == 1, a{k} % 16 == 0, -2147483648 <= a{k} < 2147483648, "
+                  f"a{k} >= 0) != {key[k]!r}" for k in ints] + [f"type(a{k}) is not float" for k in floats]
+    if launcher.symbolic:  # an empty launch does nothing (the method returns early)
+        numels = names[-1:] if launcher.kind == "poi" else names[-2:]
+        bad_scalar += [f"not {n}" for n in numels]
+    values = [f"p{k}" if pointer else f"a{k}" for k, pointer in static.slots] + ["None"] * len(static.nulls)
+    # a profiler's launch hooks: Triton keeps them in HookChains, whose ``calls`` list is empty when none is set
+    chains = all(isinstance(getattr(getattr(direct.hooks, h, None), "calls", None), list)
+                 for h in ("launch_enter_hook", "launch_exit_hook"))
+    hooked = ["hooks.launch_enter_hook.calls", "hooks.launch_exit_hook.calls"] if chains else ["hooked()"]
+    call = ", ".join(names)
+    lines = [f"def run({call}):", "    try:"]
+    if tensors:
+        lines.append(f"        {', '.join(f'p{k}' for k in tensors)}, = "
+                     f"{', '.join(f'a{k}.data_ptr()' for k in tensors)},")
+    lines += [f"        if {' or '.join(bad_pointer + hooked)}:",
+              f"            return slow({call})",
+              "    except AttributeError:  # not a tensor where the first launch had one; a hook that is no HookChain",
+              f"        return slow({call})"]
+    if bad_scalar:
+        lines += [f"    if {' or '.join(bad_scalar)}:",
+                  f"        return slow({call})"]
+    lines.append(f"    launch({static.handle}, {', '.join(_grid_source(launcher, names))}, {static.warps}, "
+                 f"{static.shared}, {static.types!r}, ({', '.join(values)},), stream({device}))")
+    scope = {"slow": functools.partial(KernelLauncher.run, launcher), "launch": static.torch_launch,
+             "stream": direct.stream_of, "hooks": direct.hooks, "hooked": functools.partial(_hooked, direct.hooks)}
+    exec(compile("\n".join(lines), f"<generated launch of {static.name}>", "exec"), scope)  # noqa: S102
+    run = scope["run"]
+    run.source = "\n".join(lines)
+    return run
+
+
+def _grid_source(launcher: KernelLauncher, names: list[str]) -> list[str]:
+    """The three grid dimensions of ``launcher``'s launch as source: numbers for a static kernel, expressions of
+    the numel arguments for a symbolic one (``KernelLauncher._grid``, written out)."""
+    cfg = launcher.config
+    if not launcher.symbolic:
+        return [str(g) for g in (*launcher._grid(cfg, numels=(launcher.xnumel, launcher.rnumel)), 1, 1)[:3]]
+    xnumel, rnumel = (names[-1], "1") if launcher.kind == "poi" else (names[-2], names[-1])
+    grid = [f"({xnumel} + {cfg['XBLOCK'] - 1}) // {cfg['XBLOCK']}"]
+    if launcher.kind == "tile":
+        rblocks = f"({rnumel} + {cfg['RBLOCK'] - 1}) // {cfg['RBLOCK']}"
+        grid = grid + [rblocks] if launcher.x_first else [rblocks, *grid]
+    return (grid + ["1", "1"])[:3]
+
+
+def _hooked(hooks) -> bool:
+    """Has a profiler set one of Triton's launch hooks (``DirectLauncher.launch`` then goes through Triton)?"""
+    return _hook(hooks.launch_enter_hook) is not None or _hook(hooks.launch_exit_hook) is not None
 
 
 def _hook(hook):

@@ -146,6 +146,121 @@ def test_without_a_driver_or_a_plain_kernel_nothing_is_loaded():
     assert scl.load(object()) is None  # no metadata: not launchable, whether or not this machine has a driver
 
 
+# --- the generated launch ([Note: a generated launch] in runtime.py), on the CPU --------------------------------
+
+
+def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, first_args=None):
+    """A ``KernelLauncher`` whose kernel was launched once with ``first_args`` (CPU tensors: device -1), with a
+    stand-in for torch's launch call; returns ``(launcher, generated run, calls)``.  Kernels the general path would
+    compile (another specialization key) are recorded in ``calls`` as ``("compile", args)``."""
+    from triton import knobs
+
+    from mininductor import runtime
+    calls = []
+    sig = {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
+    sizes = [8, 8, 4, 8, 8]
+    if kind == "tile":
+        sig = {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr",
+               "RBLOCK": "constexpr"}
+        sizes = [8, 8, 4, 4, 8, 8]
+    loaded = types.SimpleNamespace(lib=StandInDriver(), name="k", function=0xF00, threads=128, shared=512,
+                                   param_sizes=sizes)
+    static = scl.StaticallyLaunchedCudaKernel(loaded, sig, device=device,
+                                              torch_launch=lambda *call: calls.append(call))
+    launcher = object.__new__(runtime.KernelLauncher)
+    cfg = {"XBLOCK": 32, "RBLOCK": 8} if kind == "tile" else {"XBLOCK": 32}
+    launcher.__dict__.update(fn=None, kind=kind, xnumel=100, rnumel=24, symbolic=symbolic, x_first=x_first,
+                             empty=False, interpret=False, config=cfg, configs=[cfg], tuned=True, _direct={})
+    direct = object.__new__(runtime.DirectLauncher)
+    constexprs = tuple(cfg.values())
+    direct.kernel, direct.constexprs, direct.device, direct.hooks, direct.static = None, constexprs, device, \
+        knobs.runtime, static
+    direct.stream_of = lambda device: 77
+    direct.grid = (*launcher._grid(cfg, first_args), 1, 1)[:3]
+    launcher._direct[runtime.specialization_key(first_args)] = direct
+    return launcher, runtime.generated_launch(launcher, direct, first_args), calls
+
+
+@pytest.fixture
+def no_compiles(monkeypatch):
+    """A launch with a new specialization key compiles: here it is recorded instead."""
+    from mininductor import runtime
+    compiles = []
+    monkeypatch.setattr(runtime.KernelLauncher, "_launch", lambda self, cfg, args: compiles.append(args))
+    monkeypatch.setattr(config, "direct_launch", False)
+    return compiles
+
+
+def both_ways(launcher, generated, calls, compiles, args):
+    """What the general path and the generated function each do with ``args``: (launch calls, compiles)."""
+    from mininductor import runtime
+    done = []
+    for run in (lambda *a: runtime.KernelLauncher.run(launcher, *a), generated):
+        del calls[:], compiles[:]
+        try:
+            run(*args)
+            done.append((list(calls), [len(a) for a in compiles]))
+        except ValueError as e:
+            done.append(("raised", str(e)))
+    return done
+
+
+def test_the_generated_launch_does_what_the_general_path_does(no_compiles):
+    x, out = torch.zeros(300), torch.zeros(300)
+    launcher, generated, calls = generated_and_general(first_args=(x, out, 128))
+    assert "launch(3840, (a2 + 31) // 32, 1, 1, 4, 512, 'OOiOO', (p0, p1, a2, None, None,), stream(-1))" \
+        in generated.source
+    cases = [
+        (x, out, 128),  # the first launch's arguments
+        (x, out, 48),  # another size of the same key: its own grid, same binary
+        (out, x, 2**30),  # other tensors, still aligned
+        (x, out, 0),  # empty: nothing launched
+        (x, out, 50),  # not a multiple of 16: another key, compiled
+        (x, out, 1),  # 1 is specialized
+        (x, out, 2**31),  # needs 64 bits
+        (x[1:], out, 32),  # a misaligned pointer
+        (x, 2.0, 32),  # a float where the kernel had a tensor
+        (x, out, 32.0),  # a float where it had an int
+    ]
+    outcomes = [both_ways(launcher, generated, calls, no_compiles, args) for args in cases]
+    for args, (general, mine) in zip(cases, outcomes):
+        assert mine == general, (args, general, mine)
+    launched = [general[0][0][1:4] if general[0] else None for general, _ in outcomes[:4]]
+    assert launched == [(4, 1, 1), (2, 1, 1), (2**25, 1, 1), None]
+    assert [len(general[1]) for general, _ in outcomes[4:8]] == [1, 1, 1, 1]  # each compiled, none launched
+
+
+def test_a_generated_launch_leaves_a_foreign_tensor_and_launch_hooks_to_the_general_path(no_compiles):
+    from triton import knobs
+    x, out = torch.zeros(64), torch.zeros(64)
+    # a launcher of device 0 handed CPU tensors: the general path's device check raises, before any launch
+    launcher, generated, calls = generated_and_general(device=0, first_args=(x, out, 64))
+    general, mine = both_ways(launcher, generated, calls, no_compiles, (x, out, 64))
+    assert general == mine == ("raised", "k: argument 0 is on cpu, not on cuda:0")
+    # a profiler's launch hook: the general path launches through Triton's kernel.run, so must the generated one
+    launcher, generated, calls = generated_and_general(first_args=(x, out, 64))
+    seen = []
+    direct = next(iter(launcher._direct.values()))
+    direct.kernel = types.SimpleNamespace(launch_metadata=lambda *a: "meta", function=1, packed_metadata=2,
+                                          run=lambda *a: seen.append(a[:4]))
+    hooks = knobs.runtime.launch_enter_hook.calls
+    hooks.append(lambda metadata: None)
+    try:
+        both_ways(launcher, generated, calls, no_compiles, (x, out, 64))
+    finally:
+        hooks.pop()
+    assert seen == [(2, 1, 1, 77), (2, 1, 1, 77)] and calls == []
+
+
+@pytest.mark.parametrize("x_first", [False, True])
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_a_generated_tile_launch_has_the_general_paths_grid(no_compiles, symbolic, x_first):
+    x, out = torch.zeros(2400), torch.zeros(2400)
+    launcher, generated, calls = generated_and_general("tile", symbolic, x_first, first_args=(x, out, 100, 24))
+    general, mine = both_ways(launcher, generated, calls, no_compiles, (x, out, 100, 24))
+    assert general == mine and general[0][0][1:4] == ((4, 3, 1) if x_first else (3, 4, 1))
+
+
 # --- on a GPU --------------------------------------------------------------------------------------------------
 
 gpu = pytest.mark.skipif(DEVICE != "cuda", reason="launches real kernels (MININDUCTOR_TEST_DEVICE=cuda)")
@@ -230,3 +345,29 @@ def test_switched_off_triton_launches_as_before(monkeypatch):
     monkeypatch.setattr(config, "static_cuda_launcher", False)
     check(lambda x: torch.cos(x) + 3, torch.randn(777))
     assert metrics.static_launcher_kernels == 0 and metrics.triton_launcher_kernels >= 1
+
+
+@gpu
+def test_later_launches_of_a_kernel_go_through_its_generated_launch(monkeypatch):
+    # [Note: a generated launch]: after a kernel's first launch, calls with the same specialization key never reach
+    # KernelLauncher.run (the general path); one of another key (here a size not divisible by 16) does, once
+    from mininductor import runtime
+    general = []
+    real_run = runtime.KernelLauncher.run
+    monkeypatch.setattr(runtime.KernelLauncher, "run", lambda self, *a: (general.append(a[-1]), real_run(self, *a)))
+    metrics.reset()
+    minidynamo.reset()
+
+    def fn(x):
+        return torch.nn.functional.gelu(x) * x.shape[0] + 1
+
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for rows in (64, 48, 16, 64):  # 33 * rows: each a multiple of 16, one key
+        x = torch.randn(rows, 33, device="cuda")
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1.3e-6, atol=1e-5)
+        if rows == 64 and not general:
+            raise AssertionError("the first launch takes the general path")
+    assert general == [64 * 33] and metrics.generated_launches == metrics.static_launcher_kernels == 1
+    x = torch.randn(5, 33, device="cuda")
+    torch.testing.assert_close(compiled(x), fn(x), rtol=1.3e-6, atol=1e-5)
+    assert general == [64 * 33, 5 * 33] and metrics.static_launcher_kernels == 2 and metrics.generated_launches == 1
