@@ -1,7 +1,7 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--generated-launch-ab]
-                                    [--no-torch-compile] [--reduce-overhead]
+                                    [--no-torch-compile] [--reduce-overhead] [--batch N]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -91,11 +91,12 @@ def main() -> None:
     parser.add_argument("--launcher-ab", action="store_true")
     parser.add_argument("--generated-launch-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     base = make_moe("tutorial", "reference", seed=0).cuda()
-    x = make_moe_input("reference", seed=1).cuda()
+    x = make_moe_input("reference", batch_size=args.batch, seed=1).cuda()
     y = torch.randn(x.shape[0], 1024, device="cuda")
     models = {"eager": copy.deepcopy(base), "minicompile": minidynamo.minicompile(copy.deepcopy(base))}
     if not args.no_torch_compile:
