@@ -33,10 +33,10 @@ def test_a_matmul_result_is_contiguous_whatever_its_inputs(name, op, shapes):
         assert op(*[make(s) for s in shapes]).is_contiguous()
 
 
-def test_an_extern_goes_through_the_ops_cpp_entry_without_ensure_layout():
+def test_a_matmul_extern_goes_through_its_public_function_without_ensure_layout():
     a, b = torch.randn(6, 5), torch.randn(6, 4)
     compiled = check(lambda a, b: torch.relu(a.t() @ b) + 1, a, b, kernels=1, externs=1)
-    assert "aten_mm = aten_entry(torch.ops.aten.mm.default)" in compiled.source
+    assert "aten_mm = torch.mm  # [Note: extern calls]" in compiled.source
     assert "= aten_mm(torch.as_strided(arg0_1, (5, 6), (1, 5)), arg1_1)" in compiled.source
     assert "ensure_layout(" not in compiled.source.split("def call")[1]
 
@@ -47,6 +47,7 @@ def test_an_extern_with_a_layout_of_its_own_keeps_ensure_layout():
     compiled = check(lambda x, w: torch.nn.functional.conv2d(x, w) * 2, x, w, atol=1e-4, rtol=1e-4, kernels=1,
                      externs=1)
     assert "ensure_layout(" in compiled.source.split("def call")[1]
+    assert "aten_convolution = aten_entry(torch.ops.aten.convolution.default)" in compiled.source
 
 
 def test_a_whole_buffer_output_is_the_buffer_and_a_part_stays_a_view():
