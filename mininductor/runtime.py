@@ -260,7 +260,9 @@ class IndexOutOfRange(IndexError, ValueCheckFailed):
 
 
 class KernelLauncher:
-    """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config."""
+    """``launcher.run(*args)`` launches ``fn`` over ``xnumel`` (and ``rnumel``) with a chosen config.  On a GPU,
+    after the first direct launch, the instance's own ``run`` -- a launch written out for the kernel -- takes over
+    and calls this method only for what it does not expect ([Note: a generated launch])."""
 
     def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
                  symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False, device_asserts: bool = False):
