@@ -92,6 +92,8 @@ def is_training(args, gm: torch.fx.GraphModule | None = None) -> bool:
     """Does a call with ``args`` build autograd history (grad mode, and an input that requires grad)?  With
     ``gm``: also when the caller's grad mode is off but the graph turns it on (``with torch.enable_grad():``
     inside a function called under ``no_grad``: eager's results from that region require grad)."""
+    if gm is None and not torch.is_grad_enabled():  # an inference call: no need to look at the arguments
+        return False
     if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         return False
     return torch.is_grad_enabled() or gm is not None and enables_grad(gm)
