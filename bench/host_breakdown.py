@@ -36,6 +36,7 @@ from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_i
 
 compile_fx = importlib.import_module("mininductor.compile_fx")  # the module: the package exports the function
 runtime = importlib.import_module("mininductor.runtime")
+direct_launch = importlib.import_module("mininductor.direct_launch")
 
 
 def host_us(fn, calls: int, rounds: int) -> float:
@@ -121,7 +122,7 @@ def main() -> None:
         rows[f"one launch ({name}): its generated launch"] = time_it(lambda: launcher.run(*launch_args), many)
         rows["  KernelLauncher.run (the general path)"] = \
             time_it(lambda: runtime.KernelLauncher.run(launcher, *launch_args), many)
-        rows["  specialization_key"] = time_it(lambda: runtime.specialization_key(launch_args), many)
+        rows["  specialization_key"] = time_it(lambda: direct_launch.specialization_key(launch_args), many)
         rows["  DirectLauncher.launch"] = time_it(lambda: direct.launch(launch_args, direct.grid), many)
         static = direct.static
         if static is not None:

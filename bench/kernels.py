@@ -126,7 +126,7 @@ def main() -> None:
             inductor(*args)
             times, spread = bench_rounds({"eager": fn, "torch.compile": inductor, "minicompile": mini}, args,
                                          opts.rounds)
-            # checked again after timing: later calls take the direct launch path (runtime.DirectLauncher)
+            # checked again after timing: later calls take the direct launch path (direct_launch.DirectLauncher)
             ok = ok and torch.allclose(mini(*args).float(), expected.float(), atol=tol, rtol=tol)
         b = nbytes(args, expected)
         row = dict(case=name, ok=ok, bytes=b, **{f"{k} ms": v for k, v in times.items()})

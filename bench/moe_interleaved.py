@@ -11,7 +11,7 @@ the end of each batch of calls (the tutorial MoE syncs inside every forward anyw
 ``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
 the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing;
 ``--generated-launch-ab`` does the same with and without the launch written out per kernel ([Note: a generated
-launch] in mininductor/runtime.py).
+launch] in mininductor/direct_launch.py).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).

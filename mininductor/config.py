@@ -123,7 +123,7 @@ def patch(**changes):
         for k, v in prior.items():
             setattr(module, k, v)
 
-# Launch compiled GPU kernels through their binary's launcher after the first call (see runtime.DirectLauncher).
+# Launch compiled GPU kernels through their binary's launcher after the first call (see direct_launch.DirectLauncher).
 direct_launch: bool = os.environ.get("MINICOMPILE_DIRECT_LAUNCH", "1") != "0"
 # Launch GPU kernels with our own cuLaunchKernel call (static_cuda_launcher.py) rather than the C launcher Triton
 # 3.6 compiles for each new argument signature; kernels it cannot launch still go through Triton. On by default
@@ -133,5 +133,5 @@ static_cuda_launcher: bool = os.environ.get("MINICOMPILE_STATIC_CUDA_LAUNCHER", 
 # time per launch than our ctypes call; [Note: the launch call]). MINICOMPILE_TORCH_LAUNCH=0 keeps the ctypes call.
 static_launch_via_torch: bool = os.environ.get("MINICOMPILE_TORCH_LAUNCH", "1") != "0"
 # After its first direct launch, launch each kernel through Python written out for it ([Note: a generated launch]
-# in runtime.py).
+# in direct_launch.py).
 generated_launch: bool = os.environ.get("MINICOMPILE_GENERATED_LAUNCH", "1") != "0"

@@ -142,7 +142,8 @@ class MatmulChoice:
     def _template(self, cfg: tuple, a, b):
         """A launch of the template with one configuration. The grid comes from the static sizes; each call passes
         its arguments' strides, and a GPU call launches the binary compiled for its specialization key."""
-        from .runtime import KEEP_DENORMALS, DirectLauncher, interpreted_stdlib, specialization_key
+        from .direct_launch import DirectLauncher, specialization_key
+        from .runtime import KEEP_DENORMALS, interpreted_stdlib
         block_n, block_k, warps, stages = cfg
         batched = a.dim() == 3
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]

@@ -47,7 +47,7 @@ cudagraph_input_copies: int = 0
 # own launcher (built as a C module per argument signature on Triton 3.6), each counted at its first launch.
 static_launcher_kernels: int = 0
 triton_launcher_kernels: int = 0
-# Kernels whose later launches go through a launch function written out for them (runtime.generated_launch).
+# Kernels whose later launches go through a launch function written out for them (direct_launch.generated_launch).
 generated_launches: int = 0
 # Human-readable notes: which ops fell back, and why each rejected pair was not fused.
 fallback_ops: list = []

@@ -1,9 +1,9 @@
 """The GPU launcher's bookkeeping, checked without a GPU: the specialization key that picks a kept binary
-(runtime.specialization_key, [Note: direct launch]) and the per-value device scalars of ints passed as tensors
+(direct_launch.specialization_key, [Note: direct launch]) and the per-value device scalars of ints passed as tensors
 (specialize.IntsAsTensors, [Note: device scalars])."""
 import torch
 
-from mininductor.runtime import specialization_key
+from mininductor.direct_launch import specialization_key
 from mininductor.specialize import IntsAsTensors
 
 

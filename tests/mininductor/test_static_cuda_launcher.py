@@ -146,7 +146,7 @@ def test_without_a_driver_or_a_plain_kernel_nothing_is_loaded():
     assert scl.load(object()) is None  # no metadata: not launchable, whether or not this machine has a driver
 
 
-# --- the generated launch ([Note: a generated launch] in runtime.py), on the CPU --------------------------------
+# --- the generated launch ([Note: a generated launch] in direct_launch.py), on the CPU --------------------------------
 
 
 def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, first_args=None):
@@ -155,7 +155,7 @@ def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, f
     calls)``."""
     from triton import knobs
 
-    from mininductor import runtime
+    from mininductor import direct_launch, runtime
     calls = []
     sig = {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
     sizes = [8, 8, 4, 8, 8]
@@ -171,14 +171,14 @@ def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, f
     cfg = {"XBLOCK": 32, "RBLOCK": 8} if kind == "tile" else {"XBLOCK": 32}
     launcher.__dict__.update(fn=None, kind=kind, xnumel=100, rnumel=24, symbolic=symbolic, x_first=x_first,
                              empty=False, interpret=False, config=cfg, configs=[cfg], tuned=True, _direct={})
-    direct = object.__new__(runtime.DirectLauncher)
+    direct = object.__new__(direct_launch.DirectLauncher)
     constexprs = tuple(cfg.values())
     direct.kernel, direct.constexprs, direct.device, direct.hooks, direct.static = None, constexprs, device, \
         knobs.runtime, static
     direct.stream_of = lambda device: 77
     direct.grid = (*launcher._grid(cfg, first_args), 1, 1)[:3]
-    launcher._direct[runtime.specialization_key(first_args)] = direct
-    return launcher, runtime.generated_launch(launcher, direct, first_args), calls
+    launcher._direct[direct_launch.specialization_key(first_args)] = direct
+    return launcher, direct_launch.generated_launch(launcher, direct, first_args), calls
 
 
 @pytest.fixture
