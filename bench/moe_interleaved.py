@@ -1,7 +1,7 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--generated-launch-ab]
-                                    [--no-torch-compile] [--reduce-overhead] [--batch N]
+                                    [--mask-gather-ab] [--no-torch-compile] [--reduce-overhead] [--batch N]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -11,7 +11,8 @@ the end of each batch of calls (the tutorial MoE syncs inside every forward anyw
 ``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
 the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing;
 ``--generated-launch-ab`` does the same with and without the launch written out per kernel ([Note: a generated
-launch] in mininductor/direct_launch.py).
+launch] in mininductor/direct_launch.py); ``--mask-gather-ab`` with and without the native stretch's mask gather
+([Note: mask gather] in mininductor/mask_gather.py; it only acts under ``no_grad``, so only the forward differs).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -90,6 +91,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--launcher-ab", action="store_true")
     parser.add_argument("--generated-launch-ab", action="store_true")
+    parser.add_argument("--mask-gather-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -115,6 +117,10 @@ def main() -> None:
         models["minicompile, no generated launch"] = models["minicompile"]
         before["minicompile"] = lambda: use_launchers(True)
         before["minicompile, no generated launch"] = lambda: use_launchers(True, generated=False)
+    if args.mask_gather_ab:  # the same compiled model, the stretch's subscripts gathered each way
+        models["minicompile, no mask gather"] = models["minicompile"]
+        before["minicompile"] = lambda: setattr(minidynamo.config, "mask_gather", True)
+        before["minicompile, no mask gather"] = lambda: setattr(minidynamo.config, "mask_gather", False)
 
     with torch.no_grad():
         for model in models.values():

@@ -31,3 +31,8 @@ raise_internal_errors: bool = bool(os.environ.get("MINICOMPILE_RAISE_INTERNAL"))
 # Pause Python's garbage collector while a frame is translated and compiled ([Note: no collector while compiling]
 # in eval_frame.py).
 pause_gc_while_compiling: bool = True
+
+# Under no_grad, a native stretch's boolean-mask subscript of a CUDA tensor counts the mask once and gathers the
+# rows with mininductor's mask-gather kernel instead of nonzero + index_select ([Note: mask gather] in
+# mininductor/mask_gather.py); MINICOMPILE_MASK_GATHER=0 keeps eager's ops.
+mask_gather: bool = os.environ.get("MINICOMPILE_MASK_GATHER", "1") != "0"

@@ -37,6 +37,7 @@ import weakref
 
 import torch
 
+from . import config
 from .codegen import PyCodegen
 from .exc import Unsupported
 from .resume_execution import copy_instruction
@@ -97,11 +98,11 @@ def emit_mask_subscript(cg: PyCodegen) -> None:
     cg.call(2)
 
 
-_last = threading.local()  # .mask: (weakref to the last mask, its _version, its nonzero indices)
+_last = threading.local()  # .mask: (weakref to the last mask, its _version, its true count, its nonzero indices)
 
 
 def mask_subscript(a, m):
-    """``a[m]``, sharing ``m``'s nonzero indices with the previous call on the same unchanged mask
+    """``a[m]``, sharing ``m``'s count or nonzero indices with the previous call on the same unchanged mask
     ([Note: shared nonzero]).
 
     With a 1-D mask, ``a[m]`` takes ``a``'s rows at ``m.nonzero()``.  On a contiguous ``a`` that is
@@ -111,20 +112,50 @@ def mask_subscript(a, m):
     backward is ``index_add`` where eager's is an accumulating ``index_put``: both add each row's gradient
     into its own row (``nonzero``'s rows are distinct, so no two additions meet and the order cannot change a
     bit), so the gradients are equal.  Only under ``torch.use_deterministic_algorithms`` does the subscript keep
-    ``a[rows]``, so that it raises or passes exactly where eager's does."""
-    if type(a) is not torch.Tensor or type(m) is not torch.Tensor or m.dtype != torch.bool or m.dim() == 0 or \
-            a.dim() < m.dim() or a.shape[:m.dim()] != m.shape or a.device != m.device:
+    ``a[rows]``, so that it raises or passes exactly where eager's does.  Under ``no_grad``, a CUDA tensor's
+    rows need no index at all: the mask is counted once and mininductor's mask gather copies them ([Note: mask
+    gather] in mininductor/mask_gather.py)."""
+    if type(a) is not torch.Tensor or type(m) is not torch.Tensor or m.dtype != torch.bool:
+        return a[m]
+    rank = m.dim()  # (called per expert of the MoE: the checks are ordered and written for a 1-D mask's speed)
+    if rank == 0 or a.dim() < rank or (a.shape[0] != m.shape[0] if rank == 1 else a.shape[:rank] != m.shape) or \
+            a.device != m.device:
         return a[m]
     last = getattr(_last, "mask", None)
-    if last is not None and last[0]() is m and last[1] == m._version:
-        index = last[2]
+    if last is not None and (last[0]() is not m or last[1] != m._version):
+        last = None
+    if rank == 1 and (a.is_cuda or GATHER_ON_CPU) and config.mask_gather and not torch.is_grad_enabled() and \
+            a.is_contiguous():
+        gather = _mask_gather_module[0] if _mask_gather_module else _mask_gather()
+        if gather is not None and gather.supports(a, m):
+            if last is None:
+                last = _last.mask = (weakref.ref(m), m._version, gather.count(m), None)
+            return gather.mask_gather(a, m, last[2] if last[2] is not None else len(last[3]))
+    if last is not None and last[3] is not None:
+        index = last[3]
     else:
         index = m.nonzero().view(-1) if m.dim() == 1 else m.nonzero(as_tuple=True)
-        _last.mask = (weakref.ref(m), m._version, index)
+        _last.mask = (weakref.ref(m), m._version, None, index)
     if m.dim() == 1 and a.is_contiguous() and not (
             a.requires_grad and torch.is_grad_enabled() and torch.are_deterministic_algorithms_enabled()):
         return a.index_select(0, index)
     return a[index]
+
+
+# The mask gather runs on CUDA tensors; on the CPU its kernels would be interpreted (tests turn this on).
+GATHER_ON_CPU = False
+_mask_gather_module: list = []  # [mininductor.mask_gather or None], once looked for
+
+
+def _mask_gather():
+    """mininductor's mask gather (a module with ``supports`` and ``mask_gather``), or None without it."""
+    if not _mask_gather_module:
+        try:
+            from mininductor import mask_gather
+        except ImportError:  # no Triton: eager's ops
+            mask_gather = None
+        _mask_gather_module.append(mask_gather)
+    return _mask_gather_module[0]
 
 
 def emit_native_stretch(tx, cg: PyCodegen, stretch: NativeStretch) -> int:

@@ -1,0 +1,119 @@
+"""Mask gather: ``a[m]`` for a 1-D boolean mask in one Triton kernel, for the translator's native stretches.
+
+In:  a contiguous tensor ``a``, a 1-D boolean mask ``m`` over its first dimension, and ``n``, how many of ``m``'s
+elements are true (the caller has waited for the device to learn it).
+Out: ``a[m]`` -- a new contiguous ``(n, *a.shape[1:])`` tensor of ``a``'s rows where ``m`` is true, in order.
+
+[Note: mask gather]  Eager runs ``a[m]`` as advanced indexing by ``m.nonzero()``: ``nonzero`` counts the true
+elements (its kernels, a copy to the host, a wait for the device), allocates and fills an index tensor, and
+``index`` gathers the rows.  The translator's native stretch ([Note: native stretch] in minidynamo/native_stretch.py)
+ran the tutorial MoE's two subscripts per expert that way, sharing one ``nonzero`` ([Note: shared nonzero]): 24.8 us
+of host time for ``nonzero`` and 12.5 for each ``index_select`` on an H200 host, for a few bytes of work.  Once the
+count is known the rows need no index: a kept element ``i`` of the mask goes to row ``cumsum(m)[i] - 1`` of the
+output.  So the stretch counts the mask once (``count``: one small kernel, then ``item``, which waits for the
+device as ``nonzero`` did) and each subscript is then an allocation and one launch of ``mask_gather_kernel``, whose
+programs each take a block of columns and every row, the mask's exclusive prefix sum (``tl.cumsum``) giving each
+kept row its output row.  Measured there: the count 14.9 us (``int(m.sum())``, torch's reduction, took 2.5x as
+long), a gather 6.9; the expert's mask, count and two subscripts 41.3 us against 53.9, the MoE's eval forward 11%
+faster (docs/benchmarks.md).  Values are copied bit for bit and the result is a new contiguous tensor, as eager's.
+Upstream keeps such ops in the graph instead (``capture_dynamic_output_shape_ops``) and falls back to ATen's
+``nonzero`` there.
+
+The prefix sum is taken over a 1-D block, then broadcast over the columns: the same scan over a ``[RBLOCK, 1]``
+block failed this module's tests on the GPU with Triton 3.6 wherever a program had more than one column (the
+interpreter passed them; tests/mininductor/test_mask_gather.py).  Only a mask of at most ``MAX_MASK`` elements (one block) and the dtypes Triton copies are taken; the
+caller (``minidynamo.native_stretch.mask_subscript``) decides the rest -- grad mode, layout, device -- and keeps
+eager's ops for anything else.
+"""
+from __future__ import annotations
+
+import torch
+
+from .runtime import KernelLauncher, current_cuda_device, empty_strided_cuda, load_module
+
+MAX_MASK = 4096  # the mask's prefix sum is one block: RBLOCK = next_power_of_2(len(m))
+DTYPES = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool, torch.uint8,
+                    torch.int8, torch.int16, torch.int32, torch.int64})
+
+
+# Loaded like a graph's kernels (``runtime.load_module``: Triton reads a kernel's source from its file, and on
+# the CPU it must be defined under the interpreter).
+KERNEL_SOURCE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mask_count_kernel(mask_ptr, out_ptr, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    # one program: out[0] = the number of true elements of the mask
+    rindex = tl.arange(0, RBLOCK)
+    keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
+    tl.store(out_ptr, tl.sum(keep.to(tl.int32), 0))
+
+
+@triton.jit
+def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    # rows (the mask's axis) along r, columns along x: out[cumsum(m)[r] - 1, x] = a[r, x] where m[r]
+    rindex = tl.arange(0, RBLOCK)
+    keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
+    count = keep.to(tl.int32)
+    row = tl.cumsum(count, 0) - count  # exclusive prefix sum: the output row of each kept row
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    where = keep[:, None] & (xindex < xnumel)
+    value = tl.load(in_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
+    tl.store(out_ptr + (row[:, None] * xnumel + xindex), value, mask=where)
+"""
+
+_launchers: dict[tuple, KernelLauncher] = {}
+
+
+def supports(a: torch.Tensor, m: torch.Tensor) -> bool:
+    """Can ``count`` and ``mask_gather`` compute ``a[m]``?  (``a`` contiguous, ``m`` a 1-D mask over its first
+    dimension on its device -- checked by the caller.)  A CUDA tensor must be on the current device, where the
+    kernels run and allocate."""
+    return 0 < m.numel() <= MAX_MASK and a.dtype in DTYPES and 0 < a.numel() < 2 ** 31 and \
+        (not a.is_cuda or current_cuda_device is not None and a.get_device() == current_cuda_device())
+
+
+def count(m: torch.Tensor) -> int:
+    """How many elements of the 1-D mask ``m`` are true: one small kernel and a copy to the host (which waits
+    for the device).  ``int(m.sum())`` is the same number for twice the host time."""
+    out = _empty((1,), torch.int32, m)
+    _launcher("mask_count_kernel", m.numel(), 1, None, m.is_cuda).run(m, out, 1, m.numel())
+    return out.item()
+
+
+def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int) -> torch.Tensor:
+    """``a[m]`` where ``m`` has ``n`` true elements ([Note: mask gather])."""
+    out = _empty((n, *a.shape[1:]), a.dtype, a)
+    if n:
+        rows = m.numel()
+        columns = a.numel() // rows
+        _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, columns, rows)
+    return out
+
+
+def _launcher(name: str, rows: int, columns: int, dtype, cuda: bool) -> KernelLauncher:
+    """The launcher of kernel ``name`` for masks of ``rows`` elements (one block: ``RBLOCK >= rows``) and rows of
+    ``columns`` elements of ``dtype``; made once per key (Triton compiles a binary per dtype)."""
+    key = (name, rows, columns, dtype, cuda)
+    launcher = _launchers.get(key)
+    if launcher is None:
+        kernel = getattr(load_module(KERNEL_SOURCE, interpret=not cuda), name)
+        launcher = _launchers[key] = KernelLauncher(kernel, "per", columns, rows, "cuda" if cuda else "cpu",
+                                                    symbolic=True)
+    return launcher
+
+
+def _empty(shape: tuple, dtype: torch.dtype, like: torch.Tensor) -> torch.Tensor:
+    """A new contiguous tensor on ``like``'s device; on the GPU through torch's C++ allocation call ([Note:
+    allocating on the GPU] in runtime.py: ``supports`` made sure that ``like`` is on the current device)."""
+    if like.is_cuda and empty_strided_cuda is not None:
+        if len(shape) == 1:
+            return empty_strided_cuda(shape, (1,), dtype)
+        stride, step = [], 1
+        for size in reversed(shape):
+            stride.append(step)
+            step *= size
+        return empty_strided_cuda(shape, tuple(reversed(stride)), dtype)
+    return torch.empty(shape, dtype=dtype, device=like.device)

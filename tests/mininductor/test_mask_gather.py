@@ -1,0 +1,138 @@
+"""The mask gather (mininductor/mask_gather.py, [Note: mask gather]): ``a[m]`` for a 1-D boolean mask once its
+count is known, in one kernel -- interpreted on the CPU, compiled on a GPU (MININDUCTOR_TEST_DEVICE=cuda).  Each
+test compares with eager's ``a[m]`` bit for bit and counts the ``nonzero`` calls and the copies of a count to the host
+(``item``) the native stretch makes."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minidynamo
+from minidynamo import native_stretch
+from minidynamo.examples.moe import make_moe, make_moe_input
+from minidynamo.native_stretch import mask_subscript
+from mininductor import mask_gather
+
+from .utils import DEVICE
+
+
+class _CountOps(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.nonzero = self.item = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.nonzero += func is torch.ops.aten.nonzero.default
+        self.item += func is torch.ops.aten._local_scalar_dense.default
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture
+def gather_here(monkeypatch):
+    """The native stretch gathers on this test's device (on the CPU it would not: an interpreted kernel)."""
+    monkeypatch.setattr(native_stretch, "GATHER_ON_CPU", True)
+    monkeypatch.setattr(minidynamo.config, "mask_gather", True)
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> None:
+    assert got.shape == expected.shape and got.dtype == expected.dtype and got.stride() == expected.stride()
+    assert got.device == expected.device and got.is_contiguous() and got._base is None
+    assert torch.equal(_bits(got), _bits(expected))  # bit for bit: NaNs and signed zeros too
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    same_size = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.view(same_size)
+
+
+@pytest.mark.parametrize("rows, shape, dtype, p", [
+    (128, (), torch.float32, 0.25),  # the tutorial MoE's flat_probs[mask]
+    (128, (), torch.int64, 0.25),  # ... and sample_indices[mask]
+    (7, (3,), torch.float16, 0.5),
+    (33, (5, 2), torch.bool, 0.5),
+    (1, (), torch.float64, 1.0),
+    (300, (17,), torch.bfloat16, 0.1),
+    (64, (4,), torch.int8, 0.0),  # nothing kept: an empty result, no launch
+    (64, (4,), torch.int32, 1.0),  # everything kept
+    (mask_gather.MAX_MASK, (), torch.uint8, 0.5),  # the largest mask taken
+    (50, (2000,), torch.float32, 0.3),  # wide rows: several programs, each with every row
+])
+def test_mask_gather_is_eagers_subscript(rows, shape, dtype, p):
+    gen = torch.Generator().manual_seed(rows)
+    m = (torch.rand(rows, generator=gen) < p).to(DEVICE)
+    a = (torch.randn(rows, *shape, generator=gen) * 100).to(dtype).to(DEVICE)
+    if dtype.is_floating_point:
+        a.view(-1)[::7] = float("nan")  # copied as they are
+        a.view(-1)[1::7] = -0.0
+    assert mask_gather.supports(a, m)
+    n = mask_gather.count(m)
+    assert n == int(m.sum())
+    _same(mask_gather.mask_gather(a, m, n), a[m])
+
+
+def test_mask_gather_takes_only_what_it_can_copy():
+    m = torch.ones(4, dtype=torch.bool, device=DEVICE)
+    assert not mask_gather.supports(torch.ones(4, dtype=torch.complex64, device=DEVICE), m)  # not a Triton dtype
+    assert not mask_gather.supports(torch.ones(4, 0, device=DEVICE), m)  # nothing to copy
+    big = torch.ones(mask_gather.MAX_MASK + 1, dtype=torch.bool, device=DEVICE)
+    assert not mask_gather.supports(torch.ones(big.shape, device=DEVICE), big)  # one block holds the prefix sum
+    assert not mask_gather.supports(torch.ones(0, device=DEVICE), torch.ones(0, dtype=torch.bool, device=DEVICE))
+
+
+@pytest.mark.usefixtures("gather_here")
+def test_under_no_grad_the_stretch_counts_once_and_gathers_without_nonzero():
+    x, w = torch.randn(6, 3, device=DEVICE), torch.randn(6, device=DEVICE)
+    m = torch.tensor([True, False, True, True, False, True], device=DEVICE)
+    counter = _CountOps()
+    with torch.no_grad(), counter:
+        a, b = mask_subscript(x, m), mask_subscript(w, m)
+    assert (counter.nonzero, counter.item) == (0, 1)  # one count for both subscripts, no index
+    _same(a, x[m])
+    _same(b, w[m])
+    m[1] = True  # mutated in place: a new version, counted again
+    with torch.no_grad(), counter:
+        _same(mask_subscript(w, m), w[m])
+    assert (counter.nonzero, counter.item) == (0, 2)
+
+
+@pytest.mark.usefixtures("gather_here")
+def test_the_mask_gather_leaves_gradients_layouts_and_switches_to_eagers_ops(monkeypatch):
+    x = torch.randn(6, 3, device=DEVICE, requires_grad=True)
+    m = torch.tensor([True, False, True, True, False, True], device=DEVICE)
+    counter = _CountOps()
+    with counter:  # grad mode on: nonzero and index_select, with their backward
+        got = mask_subscript(x, m)
+    assert (counter.nonzero, counter.item) == (1, 0) and type(got.grad_fn).__name__ == "IndexSelectBackward0"
+    with torch.no_grad(), counter:
+        _same(mask_subscript(x.detach(), m), x.detach()[m])  # the indices just found give the count
+        mask_subscript(x.detach().t(), torch.ones(3, dtype=torch.bool, device=DEVICE))  # not contiguous
+        mask_subscript(torch.ones(6, 2, dtype=torch.complex64, device=DEVICE), m.clone())  # not a Triton dtype
+    assert (counter.nonzero, counter.item) == (3, 0)
+    monkeypatch.setattr(minidynamo.config, "mask_gather", False)
+    fresh = m.clone()
+    with torch.no_grad(), counter:
+        _same(mask_subscript(x.detach(), fresh), x.detach()[fresh])
+    assert (counter.nonzero, counter.item) == (4, 0)
+
+
+@pytest.mark.usefixtures("gather_here", "fresh_minicompile")
+def test_the_tutorial_moe_under_no_grad_counts_once_per_expert_without_nonzero(monkeypatch):
+    counts = []
+    monkeypatch.setattr(mask_gather, "count", lambda m, count=mask_gather.count: counts.append(count(m)) or counts[-1])
+    torch.manual_seed(0)
+    model = make_moe("tutorial", "small", seed=0).to(DEVICE).eval()
+    compiled = minidynamo.minicompile(model)
+    for seed in range(1, 4):
+        x = make_moe_input("small", seed=seed).to(DEVICE)
+        with torch.no_grad():
+            expected, _ = model(x)
+            counter = _CountOps()
+            with counter:
+                got, aux = compiled(x)
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+        assert aux == 0.0
+        assert counter.nonzero == 0 and len(counts) == model.num_experts  # one count per expert, no index
+        assert sum(counts) == x.shape[0] * model.top_k  # every assignment, before the capacity cut
+        counts.clear()
+    assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+    assert minidynamo.counters["stats"]["unique_graphs"] == 7  # as without the gather (test_moe_modes.py)
