@@ -1,7 +1,8 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--generated-launch-ab]
-                                    [--mask-gather-ab] [--no-torch-compile] [--reduce-overhead] [--batch N]
+                                    [--mask-gather-ab] [--unfused-addmm-ab]
+                                    [--no-torch-compile] [--reduce-overhead] [--batch N]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -12,7 +13,9 @@ the end of each batch of calls (the tutorial MoE syncs inside every forward anyw
 the same rounds: the kernels' direct launchers are dropped and rebuilt under each setting before its timing;
 ``--generated-launch-ab`` does the same with and without the launch written out per kernel ([Note: a generated
 launch] in mininductor/direct_launch.py); ``--mask-gather-ab`` with and without the native stretch's mask gather
-([Note: mask gather] in mininductor/mask_gather.py; it only acts under ``no_grad``, so only the forward differs).
+([Note: mask gather] in mininductor/mask_gather.py; it only acts under ``no_grad``, so only the forward differs);
+``--unfused-addmm-ab`` adds a second minicompile of the model compiled with ``addmm`` kept whole ([Note: a bias
+added by its consumer] in mininductor/reduction_lowering.py; a config knob, so its graphs are compiles of their own).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -92,6 +95,7 @@ def main() -> None:
     parser.add_argument("--launcher-ab", action="store_true")
     parser.add_argument("--generated-launch-ab", action="store_true")
     parser.add_argument("--mask-gather-ab", action="store_true")
+    parser.add_argument("--unfused-addmm-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -121,6 +125,10 @@ def main() -> None:
         models["minicompile, no mask gather"] = models["minicompile"]
         before["minicompile"] = lambda: setattr(minidynamo.config, "mask_gather", True)
         before["minicompile, no mask gather"] = lambda: setattr(minidynamo.config, "mask_gather", False)
+    if args.unfused_addmm_ab:  # another compile of the model, whose addmm stays one extern call
+        models["minicompile, addmm kept"] = minidynamo.minicompile(copy.deepcopy(base))
+        before["minicompile"] = lambda: setattr(config, "unfused_addmm", "gpu")
+        before["minicompile, addmm kept"] = lambda: setattr(config, "unfused_addmm", "never")
 
     with torch.no_grad():
         for model in models.values():

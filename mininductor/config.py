@@ -56,6 +56,9 @@ emulate_precision_casts: bool = True
 # Triton tf32x3 template on the first call and keeps the faster ([Note: tf32x3 for skinny fp32 matmuls] in
 # matmul_template.py); "never" keeps cuBLAS; "always" runs the template, on the CPU too (tests).
 matmul_template: str = os.environ.get("MINICOMPILE_MATMUL_TEMPLATE", "auto")
+# An fp32/fp64 addmm whose result only pointwise ops read lowers as mm + a bias added in their kernel ([Note: a
+# bias added by its consumer] in reduction_lowering.py): "gpu" (as Inductor), "always" (the CPU too), "never".
+unfused_addmm: str = os.environ.get("MINICOMPILE_UNFUSED_ADDMM", "gpu")
 # ... "auto" only where the second operand holds at least this many bytes (a read of ~5 us or more on an H200)
 matmul_template_min_bytes: int = 16 << 20
 

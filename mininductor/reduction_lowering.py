@@ -23,7 +23,7 @@ from . import config, ir, matmul_template
 from .dependencies import extract_read_writes
 from .indexing import as_size, is_symbolic, linear_stride, product, split_flat, sym
 from .ir import Reduction, TensorBox
-from .lowering import device_of, meta_val, origins_of, out_dtype, pointwise, register_lowering
+from .lowering import device_of, lowerings, meta_val, origins_of, out_dtype, pointwise, register_lowering
 from .view_lowering import unsqueeze
 from .virtualized import V, ops
 
@@ -494,10 +494,51 @@ def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False
 
 def _extern_lowering(op) -> callable:
     def lower(*args, **kwargs):
+        if op is aten.addmm.default and not kwargs and prefers_unfused_addmm(*args):
+            return unfused_addmm(*args)
         template = op._opname in ("bmm", "mm") and not kwargs and \
             matmul_template.use_template(op._opname, *args, device_of(args))
         return make_extern(f"torch.ops.{op}", args, kwargs, template=template)
     return lower
+
+
+# [Note: a bias added by its consumer]  ``addmm(bias, a, b)`` is one cuBLAS call that adds the bias in its
+# epilogue.  When everything that reads its result is pointwise (the tutorial MoE's GELU after the first Linear,
+# the routing weight's multiply after the second), Inductor lowers it as ``mm(a, b) + bias`` instead
+# (``unfuse_bias_add_to_pointwise`` in torch/_inductor/fx_passes/post_grad.py, on GPUs): the add becomes part of
+# the consumer's kernel, which reads the bias, and the extern is the plainer ``mm``.  Both sum the same fp32
+# products and add the bias once; cuBLAS may pick another kernel for ``mm`` than for ``addmm``, so results can
+# differ in the last bits, as between any two of its kernels.  On an H200 host ``torch.mm`` costs 12.9 us of host
+# time against 16-18 for ``torch.addmm`` -- the MoE calls two per expert.  As upstream (since it measured the
+# extra rounding compound in deep models), fp16/bf16 keep ``addmm``, and so do the CPU (where the extern is
+# eager's own kernel and a kernel interpreted) and a result any non-pointwise op reads (a reduction, an output,
+# a saved activation of a training graph).  The ``mm`` keeps cuBLAS: the skinny-matmul template's first-call
+# timing (matmul_template.py) is not added to a lowering that did not have it.  ``config.unfused_addmm``:
+# "gpu" (the default), "always" (the CPU too: tests), "never".
+
+
+def prefers_unfused_addmm(bias, a, b) -> bool:
+    """Should ``addmm(bias, a, b)`` lower as ``mm(a, b) + bias`` ([Note: a bias added by its consumer])?"""
+    node, val = V.graph.current_node, meta_val()
+    if config.unfused_addmm == "never" or node is None or val is None or not isinstance(bias, ir.IRNode) or \
+            val.dtype not in (torch.float32, torch.float64) or \
+            (device_of((bias, a, b)).type != "cuda" and config.unfused_addmm != "always"):
+        return False
+    return bool(node.users) and all(_pointwise_use(user) for user in node.users)
+
+
+def _pointwise_use(node: torch.fx.Node) -> bool:
+    """Does ``node`` read its input elementwise -- a pointwise op, or a view all of whose users do?"""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    if node.target.is_view:
+        return all(_pointwise_use(user) for user in node.users)
+    return torch.Tag.pointwise in node.target.tags
+
+
+def unfused_addmm(bias, a, b) -> TensorBox:
+    product = make_extern(f"torch.ops.{aten.mm.default}", [a, b])  # addmm's result layout: a contiguous (m, n)
+    return lowerings[aten.add.Tensor](product, bias)
 
 
 for _op in (aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
