@@ -69,9 +69,9 @@ _launchers: dict[tuple, KernelLauncher] = {}
 
 def supports(a: torch.Tensor, m: torch.Tensor) -> bool:
     """Can ``count`` and ``mask_gather`` compute ``a[m]``?  (``a`` contiguous, ``m`` a 1-D mask over its first
-    dimension on its device -- checked by the caller.)  A CUDA tensor must be on the current device, where the
-    kernels run and allocate."""
-    return 0 < m.numel() <= MAX_MASK and a.dtype in DTYPES and 0 < a.numel() < 2 ** 31 and \
+    dimension on its device -- checked by the caller.)  The kernels read the mask as contiguous too, and a CUDA
+    tensor must be on the current device, where they run and allocate."""
+    return 0 < m.numel() <= MAX_MASK and m.is_contiguous() and a.dtype in DTYPES and 0 < a.numel() < 2 ** 31 and \
         (not a.is_cuda or current_cuda_device is not None and a.get_device() == current_cuda_device())
 
 

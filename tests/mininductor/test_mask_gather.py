@@ -36,7 +36,8 @@ def gather_here(monkeypatch):
 
 def _same(got: torch.Tensor, expected: torch.Tensor) -> None:
     assert got.shape == expected.shape and got.dtype == expected.dtype and got.stride() == expected.stride()
-    assert got.device == expected.device and got.is_contiguous() and got._base is None
+    assert got.device == expected.device and got.is_contiguous() == expected.is_contiguous()
+    assert got._base is None and expected._base is None  # a tensor of its own, as eager's
     assert torch.equal(_bits(got), _bits(expected))  # bit for bit: NaNs and signed zeros too
 
 
@@ -77,6 +78,18 @@ def test_mask_gather_takes_only_what_it_can_copy():
     big = torch.ones(mask_gather.MAX_MASK + 1, dtype=torch.bool, device=DEVICE)
     assert not mask_gather.supports(torch.ones(big.shape, device=DEVICE), big)  # one block holds the prefix sum
     assert not mask_gather.supports(torch.ones(0, device=DEVICE), torch.ones(0, dtype=torch.bool, device=DEVICE))
+    every_other = torch.ones(8, dtype=torch.bool, device=DEVICE)[::2]  # the kernels read the mask contiguously
+    assert not mask_gather.supports(torch.ones(4, device=DEVICE), every_other)
+
+
+@pytest.mark.usefixtures("gather_here")
+def test_a_strided_mask_or_a_view_with_an_offset_is_still_eagers_subscript():
+    long_mask = torch.tensor([True, False, False, True, True, True, False, False], device=DEVICE)
+    a = torch.arange(20.0, device=DEVICE)
+    with torch.no_grad():
+        _same(mask_subscript(a[:4], long_mask[::2]), a[:4][long_mask[::2]])  # strided mask: eager's ops
+        _same(mask_subscript(a[3:11], long_mask), a[3:11][long_mask])  # contiguous, at an offset: the gather
+        _same(mask_subscript(a[5:9], long_mask[4:]), a[5:9][long_mask[4:]])  # the mask at an offset too
 
 
 @pytest.mark.usefixtures("gather_here")
@@ -136,3 +149,27 @@ def test_the_tutorial_moe_under_no_grad_counts_once_per_expert_without_nonzero(m
         counts.clear()
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
     assert minidynamo.counters["stats"]["unique_graphs"] == 7  # as without the gather (test_moe_modes.py)
+
+
+@pytest.mark.usefixtures("gather_here")
+@pytest.mark.parametrize("seed", range(6))
+def test_random_masks_views_and_dtypes_subscript_as_eager(seed):
+    # whichever path a subscript takes (gather, or eager's ops for what the gather leaves), eager's values
+    gen = torch.Generator().manual_seed(seed)
+    dtypes = [torch.float32, torch.float16, torch.int64, torch.bool, torch.complex64, torch.uint8]
+    for _ in range(8):
+        rows = int(torch.randint(1, 40, (), generator=gen))
+        inner = [int(d) for d in torch.randint(0, 4, (int(torch.randint(0, 3, (), generator=gen)),), generator=gen)]
+        dtype = dtypes[int(torch.randint(len(dtypes), (), generator=gen))]
+        base = (torch.randn(rows + 3, *inner, generator=gen) * 50).to(dtype).to(DEVICE)
+        offset = int(torch.randint(0, 4, (), generator=gen))
+        a = base[offset:offset + rows]
+        if inner and torch.rand((), generator=gen) < 0.3:
+            a = a.transpose(0, -1).contiguous().transpose(0, -1) if a.dim() > 1 else a  # not contiguous
+        step = 2 if torch.rand((), generator=gen) < 0.3 else 1
+        m = (torch.rand(rows * step, generator=gen) < torch.rand((), generator=gen)).to(DEVICE)[::step]
+        with torch.no_grad():
+            got, expected = mask_subscript(a, m), a[m]
+            again = mask_subscript(a.clone(), m)  # the same mask again: its count (or indices) reused
+        _same(got, expected)
+        _same(again, expected)
