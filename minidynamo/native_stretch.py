@@ -26,7 +26,9 @@ many elements it finds: each subscript is a synchronisation.  When the second su
 second subscript is a plain gather: the tutorial MoE syncs once per expert instead of twice (eager syncs twice).
 Anything unusual (a subclass, a 0-d mask, a shape or device that ``a[m]`` would reject or convert) takes ``a[m]``
 itself, so values, errors and gradients are eager's.  Upstream gets the same effect when it keeps ``nonzero`` in
-the graph (``capture_dynamic_output_shape_ops``) and CSEs it.
+the graph (``capture_dynamic_output_shape_ops``) and CSEs it.  Under ``no_grad`` a CUDA tensor's subscripts share
+the mask's count instead, and each gathers its rows without indices ([Note: mask gather] in
+mininductor/mask_gather.py): one sync per expert still, and no ``nonzero``.
 """
 from __future__ import annotations
 
@@ -134,9 +136,9 @@ def mask_subscript(a, m):
     if last is not None and last[3] is not None:
         index = last[3]
     else:
-        index = m.nonzero().view(-1) if m.dim() == 1 else m.nonzero(as_tuple=True)
+        index = m.nonzero().view(-1) if rank == 1 else m.nonzero(as_tuple=True)
         _last.mask = (weakref.ref(m), m._version, None, index)
-    if m.dim() == 1 and a.is_contiguous() and not (
+    if rank == 1 and a.is_contiguous() and not (
             a.requires_grad and torch.is_grad_enabled() and torch.are_deterministic_algorithms_enabled()):
         return a.index_select(0, index)
     return a[index]

@@ -27,7 +27,8 @@ give -1.6e-7 (a ``g / g`` after it shows it: NaN against 1; seed 47066 of --dyna
 ``erf(1e-30)`` is 0, where we return the finite (or infinite) answer; its fp32 ``erfc(10.05)`` is 0 where float64's
 7.5e-46 rounds to the smallest denormal, 1.4e-45 (ours), which a ``where(v > 0)`` after it shows (seed 6810219 of
 --grad --int --dynamic); ill-conditioned chains (``sin`` of a ``expm1``
-of 1e5, or of an fp64 ``expm1`` of 102, 2e44: seed 9100164 of --grad --int --dynamic; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``cos``
+of 1e5, or of an fp64 ``expm1`` of 102, 2e44: seed 9100164 of --grad --int --dynamic; ``sin`` of an ``exp2`` of 192, 8e57, one ulp apart: seed 6600050 of --grad --zero --int --dynamic; ``sin`` of an fp64
+``cosh`` of 297, 4e128: seed 9770034 of --matmul --grad; ``cos``
 after two fp32 ``addcmul``s, whose gradients eager's and ours both miss float64's by more than their size: seed
 6410030 of --grad --dynamic; after an fp32 ``addcmul`` or ``baddbmm``, seeds 9701311 and 9710153 of --grad, where
 both miss float64's gradient by 400 and 2,000 on scales of 480 and 1,450, ours and eager's 0.06 and 20 apart;
