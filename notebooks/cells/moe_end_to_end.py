@@ -94,6 +94,49 @@ with warnings.catch_warnings(), torch.no_grad():
 experts = [p for p in sorted(root.glob("graph_*/output_code.py")) if "tl.atomic_add" in p.read_text()]
 code = experts[0].read_text()                   # the first expert's graph (the routing's has no scatter)
 print(code[code.index("def call"):])"""),
+        md("""
+## On a GPU: the mask subscripts without `nonzero`, and `mm` + a fused bias
+
+Two things change on a GPU, and both can be watched here on the CPU, through Triton's interpreter.
+
+Under `no_grad`, the expert's two subscripts `sample_indices[expert_mask]` and `flat_probs[expert_mask]` do not run
+`nonzero`: the native stretch counts the mask once (one small kernel, then `item`, the one wait for the GPU per
+expert) and each subscript is one gather kernel that sends each kept row to the row the mask's prefix sum gives it
+([Note: mask gather] in `mininductor/mask_gather.py`; 11% of the eval forward on an H200). The result is eager's,
+bit for bit. `native_stretch.GATHER_ON_CPU` turns it on for CPU tensors, as the tests do:"""),
+        code("""
+from minidynamo import native_stretch
+from mininductor import mask_gather
+flat_indices = torch.tensor([3, 0, 1, 3, 2, 3, 0, 1])
+sample_indices = torch.arange(4)[:, None].expand(-1, 2).flatten()
+expert_mask = flat_indices == 3
+native_stretch.GATHER_ON_CPU = True
+with torch.no_grad():
+    n = mask_gather.count(expert_mask)
+    expert_samples = native_stretch.mask_subscript(sample_indices, expert_mask)
+native_stretch.GATHER_ON_CPU = False
+print("count:", n, " gathered:", expert_samples.tolist(), " eager:", sample_indices[expert_mask].tolist())
+kernel = mask_gather.KERNEL_SOURCE
+print(kernel[kernel.rindex("@triton.jit"):])                # the gather (the count kernel is above it)"""),
+        md("""
+And each expert's `Linear` feeds only pointwise ops (the GELU; the multiply by the routing weight), so on a GPU its
+`addmm` lowers as `mm` with the bias added by the next kernel, as Inductor's `unfuse_bias_add_to_pointwise` does
+([Note: a bias added by its consumer] in `mininductor/reduction_lowering.py`): `torch.mm` costs less host time than
+`torch.addmm`. `config.unfused_addmm = "always"` shows the GPU's wrapper on the CPU: the first `Linear` is an
+`aten_mm`, and its bias is added by the GELU's kernel (named after both: `fused_add_addmm_erf_mul`); the second, whose result the graph returns, stays an `aten_addmm`
+(in the MoE it feeds the routing weight's multiply, so it is unfused too):"""),
+        code("""
+def expert_mlp(x, w1, b1, w2, b2):                # the expert's Linear -> GELU -> Linear
+    F = torch.nn.functional
+    return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
+args = (torch.randn(4, 8), torch.randn(16, 8), torch.randn(16), torch.randn(8, 16), torch.randn(8))
+with mininductor.config.patch(unfused_addmm="always"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    mlp = minicompile(expert_mlp, backend=backend)
+    torch.testing.assert_close(mlp(*args), expert_mlp(*args))
+latest = max(root.glob("graph_*/output_code.py"), key=lambda p: int(p.parent.name.split("_")[1]))
+text = latest.read_text()
+print(text[text.index("def call"):])"""),
         md("## Training: three steps, compiled vs eager losses"),
         code("""
 with warnings.catch_warnings():
