@@ -1,8 +1,8 @@
 """The tutorial MoE's forward and train step, eager / torch.compile / minicompile timed in turn (GPU).
 
-    python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--launcher-ab] [--generated-launch-ab]
-                                    [--mask-gather-ab] [--unfused-addmm-ab]
-                                    [--no-torch-compile] [--reduce-overhead] [--batch N]
+    python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--no-torch-compile] [--reduce-overhead]
+                                    [--batch N]
+                                    [--launcher-ab | --generated-launch-ab | --mask-gather-ab | --unfused-addmm-ab]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -92,10 +92,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--launcher-ab", action="store_true")
-    parser.add_argument("--generated-launch-ab", action="store_true")
-    parser.add_argument("--mask-gather-ab", action="store_true")
-    parser.add_argument("--unfused-addmm-ab", action="store_true")
+    # one A/B at a time: each sets the knobs of "minicompile" before its rounds, and a second would overwrite them
+    ab = parser.add_mutually_exclusive_group()
+    ab.add_argument("--launcher-ab", action="store_true")
+    ab.add_argument("--generated-launch-ab", action="store_true")
+    ab.add_argument("--mask-gather-ab", action="store_true")
+    ab.add_argument("--unfused-addmm-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")

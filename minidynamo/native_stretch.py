@@ -128,7 +128,7 @@ def mask_subscript(a, m):
         last = None
     if rank == 1 and (a.is_cuda or GATHER_ON_CPU) and config.mask_gather and not torch.is_grad_enabled() and \
             a.is_contiguous():
-        gather = _mask_gather_module[0] if _mask_gather_module else _mask_gather()
+        gather = _mask_gather()
         if gather is not None and gather.supports(a, m):
             if last is None:
                 last = _last.mask = (weakref.ref(m), m._version, gather.count(m), None)

@@ -21,14 +21,16 @@ Upstream keeps such ops in the graph instead (``capture_dynamic_output_shape_ops
 
 The prefix sum is taken over a 1-D block, then broadcast over the columns: the same scan over a ``[RBLOCK, 1]``
 block failed this module's tests on the GPU with Triton 3.6 wherever a program had more than one column (the
-interpreter passed them; tests/mininductor/test_mask_gather.py).  Only a mask of at most ``MAX_MASK`` elements (one block) and the dtypes Triton copies are taken; the
-caller (``minidynamo.native_stretch.mask_subscript``) decides the rest -- grad mode, layout, device -- and keeps
-eager's ops for anything else.
+interpreter passed them; tests/mininductor/test_mask_gather.py).  Only a contiguous mask of at most ``MAX_MASK``
+elements (one block) and the dtypes Triton copies are taken; the caller
+(``minidynamo.native_stretch.mask_subscript``) decides the rest -- grad mode, layout, device -- and keeps eager's
+ops for anything else.
 """
 from __future__ import annotations
 
 import torch
 
+from .indexing import contiguous_strides
 from .runtime import KernelLauncher, current_cuda_device, empty_strided_cuda, load_module
 
 MAX_MASK = 4096  # the mask's prefix sum is one block: RBLOCK = next_power_of_2(len(m))
@@ -109,11 +111,6 @@ def _empty(shape: tuple, dtype: torch.dtype, like: torch.Tensor) -> torch.Tensor
     """A new contiguous tensor on ``like``'s device; on the GPU through torch's C++ allocation call ([Note:
     allocating on the GPU] in runtime.py: ``supports`` made sure that ``like`` is on the current device)."""
     if like.is_cuda and empty_strided_cuda is not None:
-        if len(shape) == 1:
-            return empty_strided_cuda(shape, (1,), dtype)
-        stride, step = [], 1
-        for size in reversed(shape):
-            stride.append(step)
-            step *= size
-        return empty_strided_cuda(shape, tuple(reversed(stride)), dtype)
+        stride = (1,) if len(shape) == 1 else tuple(contiguous_strides(shape))  # the MoE's are all 1-D
+        return empty_strided_cuda(shape, stride, dtype)
     return torch.empty(shape, dtype=dtype, device=like.device)

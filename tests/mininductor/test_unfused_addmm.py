@@ -40,24 +40,26 @@ def test_a_view_then_a_multiply_still_counts_as_pointwise():
 
 
 @pytest.mark.usefixtures("unfused_here")
-@pytest.mark.parametrize("fn", [
-    lambda x, w, b: torch.softmax(F.linear(x, w, b), -1),  # a reduction reads it
-    lambda x, w, b: F.linear(x, w, b),  # the graph's output
-    lambda x, w, b: (F.linear(x, w, b), F.linear(x, w, b).sum()),  # one use of two is not pointwise
+@pytest.mark.parametrize("fn, externs", [
+    (lambda x, w, b: torch.softmax(F.linear(x, w, b), -1), 1),  # a reduction reads it
+    (lambda x, w, b: F.linear(x, w, b), 1),  # the graph's output
+    (lambda x, w, b: (F.linear(x, w, b), F.linear(x, w, b).sum()), 2),  # one use of two is not pointwise
 ], ids=["softmax", "output", "sum"])
-def test_addmm_stays_where_anything_else_reads_its_result(fn):
+def test_addmm_stays_where_anything_else_reads_its_result(fn, externs):
     x, w, b = torch.randn(6, 16), torch.randn(32, 16), torch.randn(32)
-    compiled = check(fn, x, w, b)
+    compiled = check(fn, x, w, b, externs=externs)
     assert "aten_addmm(" in _call(compiled) and "aten_mm(" not in _call(compiled)
 
 
 @pytest.mark.usefixtures("unfused_here")
 def test_half_precision_and_scaled_addmm_stay_addmm():
     x, w, b = (torch.randn(*s).to(torch.bfloat16) for s in ((6, 16), (32, 16), (32,)))
-    compiled = check(lambda x, w, b: F.gelu(F.linear(x, w, b)), x, w, b, atol=2e-2, rtol=2e-2)
+    compiled = check(lambda x, w, b: F.gelu(F.linear(x, w, b)), x, w, b, atol=2e-2, rtol=2e-2, kernels=1,
+                     externs=1)
     assert "aten_addmm(" in _call(compiled)
     a, m1, m2 = torch.randn(4), torch.randn(3, 5), torch.randn(5, 4)
-    compiled = check(lambda a, m1, m2: torch.relu(torch.addmm(a, m1, m2, beta=0.5, alpha=2.0)), a, m1, m2)
+    compiled = check(lambda a, m1, m2: torch.relu(torch.addmm(a, m1, m2, beta=0.5, alpha=2.0)), a, m1, m2,
+                     kernels=1, externs=1)
     assert "aten_addmm(" in _call(compiled)
 
 
