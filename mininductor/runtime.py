@@ -197,9 +197,11 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", 
     The code generator reads them too: when every candidate block divides a static size, the kernel's mask on
     that axis is always true and is written as a constant (``tl.full(..., True)``), which Triton folds away.
     """
-    configs = _configs(kind, xnumel, rnumel, hint, interpret)
+    configs = _configs(kind, xnumel, rnumel, "inner" if hint == "skinny_mm" else hint, interpret)
     small = xnumel * rnumel < SMALL_KERNEL and config.mode != "max-autotune"
-    return configs[:1] if small else configs
+    # a skinny mm's reduction takes the rule's config untimed: the tutorial MoE makes dozens of them, and timing
+    # their candidates doubled its first call ([Note: a skinny mm as a reduction] in reduction_lowering.py)
+    return configs[:1] if small or hint == "skinny_mm" else configs
 
 
 def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) -> list[dict]:

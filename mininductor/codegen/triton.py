@@ -276,8 +276,8 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
         kernel reads each row once: we stream it only when the kernel writes nothing row-sized (a plain row
         sum), measured on an H200 (bench/kernel_configs.py): the hint made x.sum(-1) 5% faster but norms and
         softmax, whose outputs are rows too, 2-4% slower."""
-        if self.kind not in ("per", "red") or not config.eviction_policies or self.hint != "inner" or \
-                not any(v[0] == "x" for v in _free_names(idx)):
+        if self.kind not in ("per", "red") or not config.eviction_policies or \
+                self.hint not in ("inner", "skinny_mm") or not any(v[0] == "x" for v in _free_names(idx)):
             return ""  # column sums ("outer") measured 5% slower with 'evict_first': no hint
         section = len(self.sections) - 1 if self.kind == "red" else -1
         self.loop_loads.setdefault(name, set()).add(section)

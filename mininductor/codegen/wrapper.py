@@ -197,12 +197,13 @@ class WrapperCodeGen:
     def _looped_twin(self, node: FusedSchedulerNode, kernel: TritonKernel) -> TritonKernel | None:
         """A looped kernel computing what the persistent ``kernel`` computes, for the first call to time against
         it ([Note: persistent or looped] in runtime.py); None where there is no choice to make: not a persistent
-        reduction on the GPU, a row shorter than ``config.reduction_kind_autotune_min``, a symbolic size, a
-        scatter (timing runs a kernel more than once, which a scatter into its target must not), or a twin that
-        would need other arguments (a buffer the persistent kernel keeps in registers and the loops re-read)."""
+        reduction on the GPU, a skinny mm's (its config is not timed either), a row shorter than
+        ``config.reduction_kind_autotune_min``, a symbolic size, a scatter (timing runs a kernel more than once,
+        which a scatter into its target must not), or a twin that would need other arguments (a buffer the
+        persistent kernel keeps in registers and the loops re-read)."""
         limit = config.reduction_kind_autotune_min
-        if kernel.kind != "per" or kernel.interpret or limit is None or is_symbolic(kernel.rnumel) or \
-                is_symbolic(kernel.numel) or kernel.rnumel < limit or \
+        if kernel.kind != "per" or kernel.interpret or limit is None or kernel.hint == "skinny_mm" or \
+                is_symbolic(kernel.rnumel) or is_symbolic(kernel.numel) or kernel.rnumel < limit or \
                 any(isinstance(sn.node.data, ir.Scatter) for sn in node.snodes):
             return None
         twin = TritonKernel(node, self._internal_buffers(node), self.graph.device, len(self.kernels) - 1, kind="red")

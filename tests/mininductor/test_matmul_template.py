@@ -20,10 +20,11 @@ def _matmuls(a, w, x):
 @pytest.mark.parametrize("k, n", [(64, 128), (45, 70), (100, 16), (3, 5), (0, 7)])
 def test_skinny_matmuls_take_the_template_and_match_eager(k, n):
     """bmm and mm, K and N that are and are not multiples of the blocks, a transposed second operand; 1 to 16
-    rows. Each matmul is one extern call through a MatmulChoice."""
+    rows. Each matmul is one extern call through a MatmulChoice (an ``mm`` of four rows or fewer is otherwise a
+    reduction on the GPU: [Note: a skinny mm as a reduction])."""
     for m in (1, 4, 16):
         a, w, x = torch.randn(3, m, k), torch.randn(3, k, n), torch.randn(3, n, k)
-        with config.patch(matmul_template="always"):
+        with config.patch(matmul_template="always", skinny_mm="never"):
             compiled = check(_matmuls, a, w, x, atol=1e-4, rtol=1e-4, kernels=0, externs=4)
         assert metrics.matmul_choices == 4 and "input_precision=\"tf32x3\"" in compiled.source
         assert "torch.bmm" not in compiled.source and "torch.mm" not in compiled.source

@@ -1,0 +1,144 @@
+"""An fp32/fp64 ``mm`` of at most four rows lowers as a reduction over K of elementwise products, fused with the
+rows' producer and read by the next kernel, instead of a cuBLAS call ([Note: a skinny mm as a reduction] in
+reduction_lowering.py).  On the GPU by default; the CPU tests turn it on for this device.  Each test compares
+values (and gradients) with eager and counts kernels and externs."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minidynamo
+from mininductor import config, metrics
+
+from .utils import DEVICE, assert_same, check, frames_ok, leaves
+
+
+@pytest.fixture
+def skinny_here(monkeypatch):
+    monkeypatch.setattr(config, "skinny_mm", "always")
+    monkeypatch.setattr(config, "unfused_addmm", "always")
+
+
+def _call(compiled) -> str:
+    return compiled.source.split("def call")[1]
+
+
+def expert(x, rows, w1, b1, w2, b2, weights, outputs):
+    """One expert of the tutorial MoE: its rows' Linear -> GELU -> Linear, weighted, added into ``outputs``."""
+    y = F.linear(F.gelu(F.linear(x[rows], w1, b1)), w2, b2)
+    outputs.index_add_(0, rows, y * weights.unsqueeze(-1))
+    return outputs
+
+
+def _expert_args(m, dtype=torch.float32):
+    x, w1, b1 = torch.randn(16, 32, dtype=dtype), torch.randn(64, 32, dtype=dtype), torch.randn(64, dtype=dtype)
+    w2, b2 = torch.randn(32, 64, dtype=dtype), torch.randn(32, dtype=dtype)
+    return x, torch.randperm(16)[:m], w1, b1, w2, b2, torch.rand(m, dtype=dtype), torch.zeros(16, 32, dtype=dtype)
+
+
+@pytest.mark.usefixtures("skinny_here")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_a_few_rows_times_a_matrix_is_one_reduction_kernel(rows, dtype):
+    a, b = torch.randn(rows, 48, dtype=dtype), torch.randn(48, 40, dtype=dtype)
+    compiled = check(lambda a, b: a @ b, a, b, kernels=1, externs=0)
+    assert "aten_mm(" not in _call(compiled) and "tl.sum(" in compiled.source
+
+
+@pytest.mark.usefixtures("skinny_here")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_an_expert_is_three_kernels_with_the_gather_and_gelu_fused_in(dtype):
+    """The rows' gather is read inside the first matmul's reduction, the bias and GELU inside the second's; the
+    second bias, the routing weight and the scatter are one pointwise kernel: no extern call, no ``index`` buffer."""
+    compiled = check(expert, *_expert_args(4, dtype), atol=1e-4, rtol=1e-4, kernels=3, externs=0)
+    call = _call(compiled)
+    assert "aten_" not in call and call.count(".run(") == 3
+    assert call.count(" = empty_strided") == 2  # the two matmul results; x[rows] is never materialised
+    assert compiled.source.count("hint='skinny_mm'") == 2 and "ReductionKindChoice(" not in compiled.source
+
+
+def test_a_skinny_mm_kernel_takes_one_config_untimed():
+    """Timing the candidates of every expert's two reductions doubled the tutorial MoE's first call on an H200:
+    the GPU's launcher gets the rule's first config, where an ordinary reduction of that size gets three."""
+    from mininductor.runtime import candidate_configs
+    assert len(candidate_configs("per", 4 * 4096, 1024, "inner")) == 3
+    assert candidate_configs("per", 4 * 4096, 1024, "skinny_mm") == candidate_configs("per", 4 * 4096, 1024)[:1]
+    assert len(candidate_configs("red", 4 * 1024, 8192, "skinny_mm")) == 1
+
+
+@pytest.mark.usefixtures("skinny_here")
+def test_more_rows_half_precision_and_a_scaled_addmm_keep_cublas():
+    check(lambda a, b: a @ b, torch.randn(5, 48), torch.randn(48, 40), kernels=0, externs=1)  # five rows
+    half = check(lambda a, b: (a @ b).relu(), torch.randn(2, 48, dtype=torch.bfloat16),
+                 torch.randn(48, 40, dtype=torch.bfloat16), atol=1e-2, rtol=1e-2, kernels=1, externs=1)
+    assert "aten_mm(" in _call(half)
+    scaled = check(lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0).relu(), torch.randn(40),
+                   torch.randn(2, 48), torch.randn(48, 40), kernels=1, externs=1)
+    assert "aten_addmm(" in _call(scaled)
+
+
+@pytest.mark.usefixtures("skinny_here")
+def test_empty_rows_and_an_empty_k():
+    check(lambda a, b: (a @ b) + 1, torch.randn(0, 48), torch.randn(48, 40), externs=0)
+    check(lambda a, b: (a @ b) + 1, torch.randn(3, 0), torch.randn(0, 40), externs=0)  # eager: zeros, + 1
+
+
+@pytest.mark.usefixtures("skinny_here")
+def test_special_values_match_eager():
+    """inf times 0 is NaN, an inf row stays inf, NaN spreads: as cuBLAS's products and sums give them."""
+    a, b = torch.randn(3, 8), torch.randn(8, 5)
+    a[0, 2], b[2, 1] = float("inf"), 0.0
+    a[1, 4], a[2, 5] = float("nan"), float("-inf")
+    compiled = check(lambda a, b: a @ b, a, b, kernels=1, externs=0)
+    assert_same(compiled(a.to(DEVICE), b.to(DEVICE)), a.to(DEVICE) @ b.to(DEVICE))
+
+
+@pytest.mark.usefixtures("skinny_here")
+def test_gradients_of_a_few_rows_match_eager():
+    """Training: the forward's ``addmm`` is saved for GELU's backward and stays one call; the backward's
+    ``grad @ w`` (rows of the gradient) is a reduction, ``grad.T @ x`` (16 rows) stays cuBLAS."""
+    (x, w, b), (x_ref, w_ref, b_ref) = leaves(torch.randn(3, 32), torch.randn(16, 32), torch.randn(16))
+
+    def f(x, w, b):
+        return F.gelu(F.linear(x, w, b)).sum(1)
+    out, expected = minidynamo.minicompile(f)(x, w, b), f(x_ref, w_ref, b_ref)
+    grad = torch.randn_like(expected)
+    out.backward(grad)
+    expected.backward(grad)
+    torch.testing.assert_close((out, x.grad, w.grad, b.grad), (expected, x_ref.grad, w_ref.grad, b_ref.grad),
+                               atol=1e-4, rtol=1e-4)
+    assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+@pytest.mark.usefixtures("skinny_here")
+def test_a_symbolic_row_count_needs_a_bound_from_the_program():
+    """``dynamic=True`` keeps one graph for every size: an unbounded row count keeps cuBLAS (no guard of ours);
+    rows the program itself bounds -- as the tutorial MoE's capacity check does -- take the reduction."""
+    def unbounded(a, b):
+        return (a @ b).relu()
+
+    def bounded(a, b):
+        if a.shape[0] > 4:
+            return (a[:4] @ b).relu()  # four rows: static
+        return (a @ b).relu()  # here the guards say a has at most four rows
+
+    w = torch.randn(24, 8)
+    for fn, externs in ((unbounded, 1), (bounded, 0)):
+        minidynamo.reset()
+        metrics.reset()
+        compiled = minidynamo.minicompile(fn, dynamic=True)
+        for rows in (2, 3, 4):
+            a = torch.randn(rows, 24)
+            assert_same(compiled(a, w), fn(a, w))
+        assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.specialisations == 0
+        assert metrics.extern_call_count == externs and not metrics.size_guards
+    a = torch.randn(9, 24)
+    assert_same(compiled(a, w), bounded(a, w))  # the other branch: a frame of its own, with four static rows
+    assert frames_ok() == 2 and metrics.extern_call_count == 0
+
+
+def test_by_default_only_the_gpu_lowers_it_and_never_turns_it_off(monkeypatch):
+    monkeypatch.setattr(config, "unfused_addmm", "always")
+    args = _expert_args(3)
+    check(expert, *args, atol=1e-4, rtol=1e-4, kernels=3, externs=0 if DEVICE == "cuda" else 2)
+    monkeypatch.setattr(config, "skinny_mm", "never")  # the gather, the bias and GELU, the scatter; two mm
+    check(expert, *args, atol=1e-4, rtol=1e-4, kernels=3, externs=2)
