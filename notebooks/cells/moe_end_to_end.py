@@ -97,7 +97,7 @@ print(code[code.index("def call"):])"""),
         md("""
 ## On a GPU: the mask subscripts without `nonzero`, and `mm` + a fused bias
 
-Two things change on a GPU, and both can be watched here on the CPU, through Triton's interpreter.
+Three things change on a GPU, and each can be watched here on the CPU, through Triton's interpreter.
 
 Under `no_grad`, the expert's two subscripts `sample_indices[expert_mask]` and `flat_probs[expert_mask]` do not run
 `nonzero`: the native stretch counts the mask once (one small kernel, then `item`, the one wait for the GPU per
@@ -134,6 +134,27 @@ with mininductor.config.patch(unfused_addmm="always"), warnings.catch_warnings()
     warnings.simplefilter("ignore")
     mlp = minicompile(expert_mlp, backend=backend)
     torch.testing.assert_close(mlp(*args), expert_mlp(*args))
+latest = max(root.glob("graph_*/output_code.py"), key=lambda p: int(p.parent.name.split("_")[1]))
+text = latest.read_text()
+print(text[text.index("def call"):])"""),
+        md("""
+With at most four rows, each of those `mm`s is not a cuBLAS call at all on a GPU: written as what it computes,
+`out[m, n] = sum_k x[m, k] * w[n, k]`, it is one of our reduction kernels ([Note: a skinny mm as a reduction] in
+`mininductor/reduction_lowering.py`; `config.skinny_mm`). The rows' gather `x[rows]` fuses into the first one as
+it reads, the bias and GELU into it as its epilogue (`fused_add_addmm_erf_index_mul`: the first matmul's sums never
+leave registers), and the second reads that buffer. The expert is three kernels and no extern call -- 13-25% off
+the eval forward on an H200, though the kernels take twice cuBLAS's GPU time. The whole expert, as in the loop:"""),
+        code("""
+def expert(x, rows, w1, b1, w2, b2, weights, outputs):    # one pass of the loop body
+    F = torch.nn.functional
+    y = F.linear(F.gelu(F.linear(x[rows], w1, b1)), w2, b2)
+    return outputs.index_add_(0, rows, y * weights.unsqueeze(-1))
+args = (torch.randn(8, 8), torch.tensor([1, 6, 2]), torch.randn(16, 8), torch.randn(16), torch.randn(8, 16),
+        torch.randn(8), torch.rand(3), torch.zeros(8, 8))
+with mininductor.config.patch(unfused_addmm="always", skinny_mm="always"), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    compiled_expert = minicompile(expert, backend=backend)
+    torch.testing.assert_close(compiled_expert(*args[:-1], torch.zeros(8, 8)), expert(*args[:-1], torch.zeros(8, 8)))
 latest = max(root.glob("graph_*/output_code.py"), key=lambda p: int(p.parent.name.split("_")[1]))
 text = latest.read_text()
 print(text[text.index("def call"):])"""),
