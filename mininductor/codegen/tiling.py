@@ -28,17 +28,16 @@ GRID_Y_LIMIT = 65535 * 32  # grid axis 1 holds at most 65535 blocks (of up to 32
 
 
 def reduction_hint(fused: FusedSchedulerNode, numel, rnumel) -> str:
-    """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns);
-    ``skinny_mm`` for a matmul lowered as a reduction (an ``inner`` one whose config is not timed)."""
+    """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns); an inner
+    matmul lowered as a reduction is ``skinny_mm``: an ``inner`` one whose config is not timed."""
     if rnumel == 1:
         return "inner"
-    if any(getattr(getattr(snode.node, "data", None), "skinny_mm", False) for snode in fused.snodes):
-        return "skinny_mm"
     for snode in fused.snodes:
         reads, _ = snode.canonical_deps((numel, rnumel))
         for idxs in reads.values():
             if any(linear_stride(i, RINDEX) == 1 for i in idxs):
-                return "inner"
+                skinny = any(getattr(sn.node.data, "skinny_mm", False) for sn in fused.snodes)
+                return "skinny_mm" if skinny else "inner"
     return "outer"
 
 

@@ -56,6 +56,14 @@ def test_an_expert_is_three_kernels_with_the_gather_and_gelu_fused_in(dtype):
     assert compiled.source.count("hint='skinny_mm'") == 2 and "ReductionKindChoice(" not in compiled.source
 
 
+@pytest.mark.usefixtures("skinny_here")
+def test_columns_read_across_rows_keep_the_outer_configs():
+    """``x.T @ w`` with both stored row-major reads neither operand contiguously along K: a column reduction,
+    whose launcher keeps the ``outer`` block sizes (timed on the GPU), not the ``skinny_mm`` rule's."""
+    compiled = check(lambda x, w: x.T @ w, torch.randn(48, 3), torch.randn(48, 40), kernels=1, externs=0)
+    assert "hint='outer'" in compiled.source and "hint='skinny_mm'" not in compiled.source
+
+
 def test_a_skinny_mm_kernel_takes_one_config_untimed():
     """Timing the candidates of every expert's two reductions doubled the tutorial MoE's first call on an H200:
     the GPU's launcher gets the rule's first config, where an ordinary reduction of that size gets three."""
