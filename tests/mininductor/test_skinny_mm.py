@@ -47,11 +47,14 @@ def test_a_few_rows_times_a_matrix_is_one_reduction_kernel(rows, dtype):
 @pytest.mark.usefixtures("skinny_here")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_an_expert_is_three_kernels_with_the_gather_and_gelu_fused_in(dtype):
-    """The rows' gather is read inside the first matmul's reduction, the bias and GELU inside the second's; the
-    second bias, the routing weight and the scatter are one pointwise kernel: no extern call, no ``index`` buffer."""
+    """The rows' gather is read inside the first matmul's reduction, whose epilogue adds the bias and computes GELU
+    (realised once, not recomputed by the second reduction for each of its columns); the second bias, the routing
+    weight and the scatter are one pointwise kernel: no extern call, no ``index`` buffer."""
     compiled = check(expert, *_expert_args(4, dtype), atol=1e-4, rtol=1e-4, kernels=3, externs=0)
     call = _call(compiled)
     assert "aten_" not in call and call.count(".run(") == 3
+    first, second, _ = (line for line in call.splitlines() if ".run(" in line)
+    assert "index" in first and "gelu" in first and "gelu" not in second  # gather and GELU in the first kernel
     assert call.count(" = empty_strided") == 2  # the two matmul results; x[rows] is never materialised
     assert compiled.source.count("hint='skinny_mm'") == 2 and "ReductionKindChoice(" not in compiled.source
 
