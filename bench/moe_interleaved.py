@@ -16,7 +16,7 @@ the same rounds: the kernels' direct launchers are dropped and rebuilt under eac
 launch] in mininductor/direct_launch.py); ``--mask-gather-ab`` with and without the native stretch's mask gather
 ([Note: mask gather] in mininductor/mask_gather.py; it only acts under ``no_grad``, so only the forward differs);
 ``--unfused-addmm-ab`` adds a second minicompile of the model compiled with ``addmm`` kept whole ([Note: a bias
-added by its consumer] in mininductor/reduction_lowering.py; a config knob, so its graphs are compiles of their own);
+added by its consumer] in mininductor/extern_lowering.py; a config knob, so its graphs are compiles of their own);
 ``--skinny-mm-ab`` likewise with the few-row ``mm``s kept as cuBLAS calls ([Note: a skinny mm as a reduction]).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in

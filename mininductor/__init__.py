@@ -7,7 +7,7 @@ Pipeline, one module per stage (``compile_fx.py`` is the driver that reads like 
 
 1. ``decomposition``  the table make_fx / AOTAutograd use to reduce torch ops to a small ATen set
 2. ``graph``          ``GraphLowering`` runs each ATen node's lowering (``lowering``, ``view_lowering``,
-                      ``reduction_lowering``) -> the IR of ``ir`` (``Pointwise``/``Reduction`` over ``ops.*`` of
+                      ``reduction_lowering``, ``extern_lowering``...) -> the IR of ``ir`` (``Pointwise``/``Reduction`` over ``ops.*`` of
                       ``virtualized``; indices from ``indexing``; reads found by ``dependencies``)
 3. ``scheduler``      orders buffers, removes dead ones, fuses them into kernels (saying why not, when not)
 4. ``codegen``        ``triton`` (+ ``triton_ops``, ``triton_reduction``): one kernel per fused node;

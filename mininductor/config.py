@@ -56,20 +56,20 @@ emulate_precision_casts: bool = True
 # Triton tf32x3 template on the first call and keeps the faster ([Note: tf32x3 for skinny fp32 matmuls] in
 # matmul_template.py); "never" keeps cuBLAS; "always" runs the template, on the CPU too (tests).
 matmul_template: str = os.environ.get("MINICOMPILE_MATMUL_TEMPLATE", "auto")
+# ... "auto" only where the second operand holds at least this many bytes (a read of ~5 us or more on an H200)
+matmul_template_min_bytes: int = 16 << 20
 # An fp32/fp64 addmm whose result only pointwise ops read lowers as mm + a bias added in their kernel ([Note: a
-# bias added by its consumer] in reduction_lowering.py): "gpu" (as Inductor), "always" (the CPU too), "never".
+# bias added by its consumer] in extern_lowering.py): "gpu" (as Inductor), "always" (the CPU too), "never".
 unfused_addmm: str = os.environ.get("MINICOMPILE_UNFUSED_ADDMM", "gpu")
 # An fp32/fp64 ``mm`` with a few rows lowers as a sum over K of elementwise products -- a reduction kernel into
 # which the rows' producer and the pointwise ops after it fuse -- instead of a cuBLAS call ([Note: a skinny mm as
-# a reduction] in reduction_lowering.py): "gpu" (the default), "always" (the CPU too: tests), "never".
+# a reduction] in extern_lowering.py): "gpu" (the default), "always" (the CPU too: tests), "never".
 skinny_mm: str = os.environ.get("MINICOMPILE_SKINNY_MM", "gpu")
 # ... for at most this many rows (a symbolic count: where the ShapeEnv bounds it so)
 skinny_mm_max_rows: int = 4
 # ... whose left operand, when computed (a pointwise op of more than this many ops, such as GELU), is stored once
 # rather than recomputed for each column (a gather, 2 ops, is recomputed)
 skinny_mm_inline_ops: int = int(os.environ.get("MINICOMPILE_SKINNY_MM_INLINE_OPS", "8"))
-# ... "auto" only where the second operand holds at least this many bytes (a read of ~5 us or more on an H200)
-matmul_template_min_bytes: int = 16 << 20
 
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False

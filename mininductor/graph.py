@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 from . import (  # noqa: F401
     config,
     division_lowering,
+    extern_lowering,
     index_lowering,
     ir,
     metrics,
@@ -532,7 +533,7 @@ class GraphLowering(torch.fx.Interpreter):
     # -------------------------------------------------------------------------------------- fallback
     def fallback(self, target, args, kwargs):
         """Run ``target`` eagerly at runtime: inputs realised, outputs wrapped as ``MultiOutput`` buffers."""
-        from .reduction_lowering import realize_input
+        from .extern_lowering import realize_input
         if not isinstance(target, torch._ops.OpOverload):
             raise NotImplementedError(f"cannot lower {target} (not an ATen op)")
         val = self.current_node.meta.get("val") if self.current_node is not None else None

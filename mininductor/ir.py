@@ -136,7 +136,7 @@ class Reduction(Loops):
         super().__init__(device, dtype, inner_fn, ranges, origins)
         self.reduction_ranges = [as_size(r) for r in reduction_ranges]
         self.reduction_type, self.src_dtype = reduction_type, src_dtype
-        self.skinny_mm = False  # an mm lowered as this reduction: its kernel's config is not timed (reduction_lowering)
+        self.skinny_mm = False  # an mm lowered as this reduction: its kernel's config is not timed (extern_lowering)
 
     def get_reduction_size(self):
         return self.reduction_ranges

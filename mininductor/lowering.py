@@ -1,6 +1,7 @@
 """ATen op -> IR: ``register_lowering`` and the pointwise and creation lowerings
-(mirrors ``torch/_inductor/lowering.py``; views live in ``view_lowering.py``, reductions and matmuls in
-``reduction_lowering.py``, indexing in ``index_lowering.py``, ``cat`` and padding in ``pad_lowering.py``).
+(mirrors ``torch/_inductor/lowering.py``; views live in ``view_lowering.py``, reductions in
+``reduction_lowering.py``, matmuls and convolution in ``extern_lowering.py``, indexing in ``index_lowering.py``,
+``cat`` and padding in ``pad_lowering.py``).
 
 A lowering takes ``TensorBox``es and Python scalars and returns a ``TensorBox`` (or a list of them)::
 

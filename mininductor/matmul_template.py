@@ -7,7 +7,7 @@ of 1024 x 4096 and 4096 x 1024 per expert. What comes out: ``matmul_choice_0 = M
 generated wrapper, and ``buf3 = matmul_choice_0.run(buf1, arg2)`` in ``call``. The first call times cuBLAS
 against the template's configurations on the real arguments and keeps the fastest; later calls run only that.
 An ``mm`` of at most four rows never gets here on the GPU: it lowers as a reduction kernel ([Note: a skinny mm as
-a reduction] in reduction_lowering.py).
+a reduction] in extern_lowering.py).
 
 Why: with four rows, such a product is one read of the weights, so its time is the bandwidth it reaches.
 cuBLAS's fp32 kernels for these shapes read at 2.8-3.5 TB/s on an H200, below the 3.6-3.9 of a plain sum; the

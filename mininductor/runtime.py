@@ -200,7 +200,7 @@ def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", 
     configs = _configs(kind, xnumel, rnumel, "inner" if hint == "skinny_mm" else hint, interpret)
     small = xnumel * rnumel < SMALL_KERNEL and config.mode != "max-autotune"
     # a skinny mm's reduction takes the rule's config untimed: the tutorial MoE makes dozens of them, and timing
-    # their candidates doubled its first call ([Note: a skinny mm as a reduction] in reduction_lowering.py)
+    # their candidates doubled its first call ([Note: a skinny mm as a reduction] in extern_lowering.py)
     return configs[:1] if small or hint == "skinny_mm" else configs
 
 

@@ -121,7 +121,7 @@ print(kernel[kernel.rindex("@triton.jit"):])                # the gather (the co
         md("""
 And each expert's `Linear` feeds only pointwise ops (the GELU; the multiply by the routing weight), so on a GPU its
 `addmm` lowers as `mm` with the bias added by the next kernel, as Inductor's `unfuse_bias_add_to_pointwise` does
-([Note: a bias added by its consumer] in `mininductor/reduction_lowering.py`): `torch.mm` costs less host time than
+([Note: a bias added by its consumer] in `mininductor/extern_lowering.py`): `torch.mm` costs less host time than
 `torch.addmm`. `config.unfused_addmm = "always"` shows the GPU's wrapper on the CPU: the first `Linear` is an
 `aten_mm`, and its bias is added by the GELU's kernel (named after both: `fused_add_addmm_erf_mul`); the second, whose result the graph returns, stays an `aten_addmm`
 (in the MoE it feeds the routing weight's multiply, so it is unfused too):"""),
@@ -140,7 +140,7 @@ print(text[text.index("def call"):])"""),
         md("""
 With at most four rows, each of those `mm`s is not a cuBLAS call at all on a GPU: written as what it computes,
 `out[m, n] = sum_k x[m, k] * w[n, k]`, it is one of our reduction kernels ([Note: a skinny mm as a reduction] in
-`mininductor/reduction_lowering.py`; `config.skinny_mm`). The rows' gather `x[rows]` fuses into the first one as
+`mininductor/extern_lowering.py`; `config.skinny_mm`). The rows' gather `x[rows]` fuses into the first one as
 it reads, the bias and GELU into it as its epilogue (`fused_add_addmm_erf_index_mul`: the first matmul's sums never
 leave registers), and the second reads that buffer. The expert is three kernels and no extern call -- 13-25% off
 the eval forward on an H200, though the kernels take twice cuBLAS's GPU time. The whole expert, as in the loop:"""),

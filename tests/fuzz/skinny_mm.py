@@ -1,5 +1,5 @@
 """Differential fuzzing of the few-row ``mm`` lowered as a reduction ([Note: a skinny mm as a reduction] in
-mininductor/reduction_lowering.py), against eager PyTorch.
+mininductor/extern_lowering.py), against eager PyTorch.
 
     .venv/bin/python tests/fuzz/skinny_mm.py SEED COUNT            # skinny_mm="always": the lowering on the CPU
     .venv/bin/python tests/fuzz/skinny_mm.py SEED COUNT --never    # the same programs through the extern mm
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import minidynamo
-from mininductor import config, metrics, reduction_lowering
+from mininductor import config, extern_lowering, metrics
 
 PRODUCERS = ["none", "gelu", "exp", "mul2", "gather"]
 CONSUMERS = ["none", "gelu", "relu", "bias", "addmm", "sum", "mm2"]
@@ -89,12 +89,12 @@ def main() -> None:
     config.unfused_addmm = "always"
     warnings.simplefilter("ignore")
     lowered = [0]
-    original = reduction_lowering.mm_as_reduction
+    original = extern_lowering.mm_as_reduction
 
     def counted(a, b):
         lowered[0] += 1
         return original(a, b)
-    reduction_lowering.mm_as_reduction = counted
+    extern_lowering.mm_as_reduction = counted
     bad = 0
     for seed in range(start, start + count):
         problem = check(seed)

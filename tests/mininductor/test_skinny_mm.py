@@ -1,6 +1,6 @@
 """An fp32/fp64 ``mm`` of at most four rows lowers as a reduction over K of elementwise products, fused with the
 rows' producer and read by the next kernel, instead of a cuBLAS call ([Note: a skinny mm as a reduction] in
-reduction_lowering.py).  On the GPU by default; the CPU tests turn it on for this device.  Each test compares
+extern_lowering.py).  On the GPU by default; the CPU tests turn it on for this device.  Each test compares
 values (and gradients) with eager and counts kernels and externs."""
 import pytest
 import torch

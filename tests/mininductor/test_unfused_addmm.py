@@ -1,5 +1,5 @@
 """``addmm`` whose result only pointwise ops read lowers as ``mm`` plus a bias added in the consumer's kernel
-([Note: a bias added by its consumer] in reduction_lowering.py; upstream's ``unfuse_bias_add_to_pointwise``).
+([Note: a bias added by its consumer] in extern_lowering.py; upstream's ``unfuse_bias_add_to_pointwise``).
 On the GPU by default; the CPU tests turn it on for this device.  Each test compares with eager and counts
 kernels and externs, and reads which extern the wrapper calls."""
 import pytest
