@@ -4,6 +4,7 @@
     python bench/compile_time.py --size reference      # the real reference dims (input 1024, hidden 4096)
     python bench/compile_time.py --torch-compile       # also time torch.compile's first call, same model
     python bench/compile_time.py --profile /tmp/prof   # also write a cProfile of each first call there
+    python bench/compile_time.py --timeline            # GPU: when each graph waited for its kernels, and for which
 
 Each case (MoE kind x compiler) runs in a fresh Python process, so every first call pays what a user's first call
 pays: the caches (FxGraphCache, our module cache in memory, Triton's in-process kernel cache) start empty. The
@@ -57,6 +58,9 @@ def main() -> None:
     parser.add_argument("--profile", default=None, help="directory for a cProfile of each first call")
     parser.add_argument("--warm-disk", action="store_true", help="keep the on-disk code caches of earlier runs")
     parser.add_argument("--out", default=None, help="write the rows as JSON lines here")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also list each graph's precompile (GPU): when it started, how long it waited, and "
+                             "each of its variants' triton.compile seconds")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # "kind:compiler", in the child process
     args = parser.parse_args()
     if args.one:
@@ -79,6 +83,7 @@ def run_child(kind: str, compiler: str, args) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--one", f"{kind}:{compiler}", "--size", args.size]
     cmd += ["--device", args.device] if args.device else []
     cmd += ["--profile", args.profile] if args.profile else []
+    cmd += ["--timeline"] if args.timeline else []
     env = dict(os.environ)
     if not args.warm_disk:
         scratch = tempfile.mkdtemp(prefix="compile_time_")
@@ -110,6 +115,9 @@ def print_row(row: dict) -> None:
         t = row["triton_compile"]
         print(f"  triton.compile: {t['variants']} variants, {t['sum_s']:.2f} s summed over threads; slowest: "
               + ", ".join(f"{name} {s:.2f}s" for name, s in t["slowest"]))
+    for g in row.get("timeline", []):
+        print(f"  precompile at {g['at_s']:.2f} s: {g['wait_s']:.2f} s for " + ", ".join(
+            f"{name} {s:.2f}" for name, s in g["variants"]))
 
 
 # ------------------------------------------------------------------------------------------------ child process
@@ -125,14 +133,16 @@ def measure(kind: str, compiler: str, args) -> dict:
     import_s = time.perf_counter() - t0
     model, x = build(moe, kind, args.size, device)
     triton_times = _time_triton_compile() if device == "cuda" else None
+    timeline = []
     if compiler == "minicompile":
-        _instrument_minicompile(mininductor)
+        _instrument_minicompile(mininductor, timeline if args.timeline else None)
         compiled = minidynamo.minicompile(model)
     else:
         compiled = torch.compile(model)
     profiler = cProfile.Profile() if args.profile else None
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        timeline.append(time.perf_counter())  # the first call starts (the clock of "at")
         first_s = _timed_call(compiled, x, device, profiler)
         second_s = _timed_call(compiled, x, device, None)
         out = compiled(x)[0]
@@ -147,6 +157,8 @@ def measure(kind: str, compiler: str, args) -> dict:
             row["worker_errors"] = mininductor.metrics.compile_worker_errors[:3]
     if triton_times is not None:
         row["triton_compile"] = _summarise_triton(triton_times)
+        if args.timeline and compiler == "minicompile":
+            row["timeline"] = _timeline(timeline, triton_times)
     if profiler is not None:
         os.makedirs(args.profile, exist_ok=True)
         profiler.dump_stats(os.path.join(args.profile, f"{kind}_{compiler}_{args.size}.prof"))
@@ -182,10 +194,11 @@ def _timed_call(fn, x, device: str, profiler) -> float:
     return time.perf_counter() - t0
 
 
-def _instrument_minicompile(mininductor) -> None:
-    """Time translation (convert_frame, exclusive of the backend) and each kernel's first launch."""
+def _instrument_minicompile(mininductor, timeline: list | None) -> None:
+    """Time translation (convert_frame, exclusive of the backend) and each kernel's first launch; with a
+    ``timeline`` list, append (start, end) of each graph's precompile (one that waits) to it."""
     from minidynamo import eval_frame
-    from mininductor import runtime
+    from mininductor import async_compile, runtime
     timed = mininductor.metrics.timed
     convert = eval_frame.convert_frame
 
@@ -204,6 +217,19 @@ def _instrument_minicompile(mininductor) -> None:
             return run(self, *a)
 
     runtime.KernelLauncher.run = launcher_run
+    if timeline is None:
+        return
+    precompile = async_compile.precompile
+
+    def timed_precompile(*a, wait=True, **k):
+        t0 = time.perf_counter()
+        try:
+            return precompile(*a, wait=wait, **k)
+        finally:
+            if wait:  # a prefetch (the mask kernels) returns at once: nothing waits for it here
+                timeline.append((t0, time.perf_counter()))
+
+    async_compile.precompile = timed_precompile
 
 
 def _phases(times: dict, first_s: float) -> dict:
@@ -233,7 +259,7 @@ def _time_triton_compile() -> list:
         finally:
             name = getattr(getattr(src, "fn", None), "__name__", str(src)[:40])
             with lock:
-                times.append((name, time.perf_counter() - t0))
+                times.append((name, time.perf_counter() - t0, t0))
 
     triton.compiler.compile = compile
     return times
@@ -241,8 +267,16 @@ def _time_triton_compile() -> list:
 
 def _summarise_triton(times: list) -> dict:
     slowest = sorted(times, key=lambda t: -t[1])[:5]
-    return {"variants": len(times), "sum_s": round(sum(t for _, t in times), 3),
-            "slowest": [(n, round(t, 3)) for n, t in slowest]}
+    return {"variants": len(times), "sum_s": round(sum(t for _, t, _ in times), 3),
+            "slowest": [(n, round(t, 3)) for n, t, _ in slowest]}
+
+
+def _timeline(marks: list, times: list) -> list[dict]:
+    """Each precompile of the first call: its start (seconds into the call), its wall time, and the variants
+    whose ``triton.compile`` started inside it (name, seconds)."""
+    start, spans = marks[0], marks[1:]
+    return [{"at_s": round(t0 - start, 3), "wait_s": round(t1 - t0, 3),
+             "variants": [(n, round(dt, 3)) for n, dt, at in times if t0 <= at <= t1]} for t0, t1 in spans]
 
 
 def _device_name(torch, device: str) -> str:
