@@ -161,8 +161,12 @@ def _warmup(launcher: Any, signature: list, cfg: dict, device: int | None = None
     with torch.cuda.device(device) if device is not None else contextlib.nullcontext():
         kernel = launcher.fn.warmup(*signature, grid=(1,), **cfg)
         # loading the binary is lazy too: load it for our launcher, or else let Triton load it and build its own
-        # launcher (a C module per argument signature on Triton 3.6)
-        if config.static_cuda_launcher and kernel is not None and static_cuda_launcher.load(kernel) is not None:
+        # launcher (a C module per argument signature on Triton 3.6, compiled with gcc).  Given the device, ``load``
+        # makes its context current on this pool thread first: ``torch.cuda.device`` does nothing where the
+        # index is already torch's current one, so a fresh thread had no context, the load gave up, and Triton
+        # built its launcher instead -- 0.5 s of the tutorial MoE's first graph (docs/benchmarks.md).
+        if config.static_cuda_launcher and kernel is not None and \
+                static_cuda_launcher.load(kernel, device) is not None:
             return
         init = getattr(kernel, "_init_handles", None)
         if callable(init):

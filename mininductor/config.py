@@ -115,8 +115,9 @@ compile_threads: int | None = int(os.environ["MINICOMPILE_COMPILE_THREADS"]) \
 # compile_worker_timeout seconds is compiled in-process; a worker not started after compile_worker_start_timeout is
 # never used.
 compile_workers: int = int(os.environ.get("MINICOMPILE_COMPILE_WORKERS") or 0)
-# GPU: compile one tiny kernel on a background thread when minidynamo or mininductor is imported, so the first
-# compiled call does not pay for Triton's start-up ([Note: a process's first Triton compile]).
+# GPU: compile one tiny kernel and build Triton's driver helpers on a background thread when minidynamo or
+# mininductor is imported, so the first compiled call does not pay for Triton's start-up ([Note: a process's first
+# Triton compile], [Note: Triton's driver helpers]).
 warm_up_triton: bool = os.environ.get("MINICOMPILE_WARM_UP", "1") != "0"
 compile_worker_timeout: float = 120.0
 compile_worker_start_timeout: float = 120.0

@@ -197,8 +197,8 @@ def compile_workers() -> int:
 
 def warm_pool() -> SubprocPool | None:
     """Once per process, where a GPU will compile kernels: warm Triton up in our own process on a background thread
-    ([Note: a process's first Triton compile]; ``config.warm_up_triton``), and start the workers if
-    ``config.compile_workers`` > 0."""
+    ([Note: a process's first Triton compile], [Note: Triton's driver helpers]; ``config.warm_up_triton``), and
+    start the workers if ``config.compile_workers`` > 0."""
     from .. import config
     global _POOL, _WARM_UP
     with _POOL_LOCK:
@@ -331,9 +331,27 @@ def interpret_mode(enabled: bool):
             os.environ["TRITON_INTERPRET"] = prior
 
 
+def warm_up_driver() -> None:
+    """Build Triton's CUDA driver helpers (a C extension) now, without touching the GPU.
+
+    [Note: Triton's driver helpers]  The first ``triton.runtime.driver.active`` of a process creates Triton's CUDA
+    driver, whose helpers -- loading a binary, reading device properties -- are a small C extension
+    (``cuda_utils``) that Triton compiles with ``gcc`` the first time on a machine and then finds in its cache.
+    With an empty cache that was 0.35-0.5 s of the tutorial MoE's first graph on an H200 host, on the main thread,
+    waiting in ``async_compile`` for the first kernels' device (docs/benchmarks.md).  Building the extension needs
+    no GPU and no CUDA context (loading it opens ``libcuda``; nothing calls ``cuInit``), so the warm-up thread
+    builds it; ``driver.active`` then finds it built.  ``driver.active`` itself stays untouched here: deciding
+    which driver is active asks ``torch.cuda.is_available()``, which initialises CUDA and would make a later
+    ``fork`` of the program unsafe."""
+    from triton.backends.nvidia.driver import CudaUtils
+    CudaUtils()
+
+
 def _warm_up_quietly() -> None:
-    with contextlib.suppress(Exception):  # only a warm-up: an unknown Triton API costs the 0.8 s, nothing else
-        warm_up_triton()
+    # only a warm-up: an unknown Triton API (or no libcuda, in the CPU tests) costs the time it would have saved
+    for step in (warm_up_triton, warm_up_driver):
+        with contextlib.suppress(Exception):
+            step()
 
 
 # ------------------------------------------------------------------------------------------------ worker side

@@ -112,3 +112,35 @@ def test_cpu_graphs_and_one_thread_compile_nothing_ahead(monkeypatch):
         async_compile.maybe_precompile(object(), [kernel], None, torch.device("cuda"), metrics.timed)
     assert calls == []
     assert async_compile.compile_threads() >= 1
+
+
+def test_a_precompiled_kernel_is_loaded_for_our_launcher_on_the_graphs_device(monkeypatch):
+    """A pool thread loads each compiled variant for the static launcher on the graph's device (``load`` makes that
+    device's context current on the thread); Triton's own launcher -- a C module compiled with gcc -- is built only
+    where our launcher cannot take the kernel.  A fresh thread used to have no context, so the load gave up and
+    the gcc build ran for the first graph's kernels (docs/benchmarks.md)."""
+    from mininductor import static_cuda_launcher
+    loads, inits = [], []
+
+    class Kernel:
+        def __init__(self, launchable):
+            self.launchable = launchable
+
+        def _init_handles(self):
+            inits.append(self)
+
+    def load(kernel, device=None):
+        loads.append(device)
+        return object() if kernel.launchable else None
+
+    monkeypatch.setattr(static_cuda_launcher, "load", load)
+    monkeypatch.setattr(torch.cuda, "device", lambda index: __import__("contextlib").nullcontext())
+    ok, other = Kernel(True), Kernel(False)
+    for kernel, device in ((ok, 3), (other, 0)):
+        fn = types.SimpleNamespace(warmup=lambda *a, grid, kernel=kernel, **cfg: kernel)
+        async_compile._warmup(_launcher(fn, []), [torch.float32, 8], {"XBLOCK": 8}, device)
+    assert loads == [3, 0] and inits == [other]
+    with config.patch(static_cuda_launcher=False):
+        async_compile._warmup(_launcher(types.SimpleNamespace(warmup=lambda *a, grid, **cfg: ok), []),
+                              [torch.float32, 8], {"XBLOCK": 8}, 1)
+    assert loads == [3, 0] and inits == [other, ok]

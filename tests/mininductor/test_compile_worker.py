@@ -271,3 +271,38 @@ def test_triton_compiles_with_torchs_ptxas_once_mininductor_is_imported():
         pytest.skip("TRITON_PTXAS_PATH names another ptxas: the user's choice is kept")
     assert os.environ["TRITON_PTXAS_PATH"] == TORCHS_PTXAS  # set by warm_pool, when mininductor was imported
     assert knobs.nvidia.ptxas.path == TORCHS_PTXAS
+
+
+def test_the_warm_up_builds_tritons_driver_helpers_too_and_one_failing_step_skips_nothing(monkeypatch):
+    """[Note: Triton's driver helpers]: the warm-up thread compiles a kernel, then builds Triton's ``cuda_utils``
+    extension (without asking ``driver.active``, which would initialise CUDA); a step that fails -- no libcuda on
+    this machine, another Triton -- is swallowed and the next still runs."""
+    from mininductor import compile_worker
+    steps = []
+
+    def failing():
+        steps.append("kernel")
+        raise RuntimeError("no GPU compiler here")
+
+    monkeypatch.setattr(compile_worker, "warm_up_triton", failing)
+    monkeypatch.setattr(compile_worker, "warm_up_driver", lambda: steps.append("driver"))
+    compile_worker._warm_up_quietly()
+    assert steps == ["kernel", "driver"]
+
+
+def test_building_the_driver_helpers_leaves_the_active_driver_alone(monkeypatch):
+    """``warm_up_driver`` builds ``cuda_utils`` only: creating ``driver.active`` would ask torch whether CUDA is
+    available, initialising it on a background thread before the program may fork."""
+    import importlib
+
+    from triton.backends.nvidia import driver as nvidia_driver
+    runtime_driver = importlib.import_module("triton.runtime.driver")  # the module, not its ``driver`` object
+
+    from mininductor import compile_worker
+    steps = []
+    monkeypatch.setattr(runtime_driver.driver, "_default", None)
+    monkeypatch.setattr(runtime_driver.driver, "_active", None)
+    monkeypatch.setattr(runtime_driver, "_create_driver", lambda: steps.append("driver.active"))
+    monkeypatch.setattr(nvidia_driver, "CudaUtils", lambda: steps.append("cuda_utils"))
+    compile_worker.warm_up_driver()
+    assert steps == ["cuda_utils"]
