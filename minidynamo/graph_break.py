@@ -48,7 +48,13 @@ from .inlined_comprehension import (
     enclosing_comprehension,
     locals_handed_on,
 )
-from .native_stretch import emit_mask_subscript, emit_native_stretch, native_stretch, stack_effect
+from .native_stretch import (
+    emit_mask_subscript,
+    emit_native_stretch,
+    native_stretch,
+    prefetch_mask_kernels,
+    stack_effect,
+)
 from .reenter_with import emit_under_exit_guard, inside_user_with_block, stack_item_for_break
 from .resume_execution import (
     Continuation,
@@ -467,6 +473,9 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
     the native stretch that follows it ([Note: native stretch]).  The stretch is native code too: when ``with``
     exits are handed on, it runs inside the exit guard's try block, so an exception in it runs them."""
     stretch = native_stretch(tx, live)
+    if stretch is not None:  # both subscripts' kernels start compiling now: [Note: prefetched mask kernels]
+        breaking = tuple(tx.stack[-2:]) if inst.opname == "BINARY_SUBSCR" and len(tx.stack) >= 2 else (None, None)
+        prefetch_mask_kernels([breaking, stretch.subscript])
     after = virtual_after(inst, virtual)
     pushed = 0
 

@@ -32,6 +32,7 @@ mininductor/mask_gather.py): one sync per expert still, and no ``nonzero``.
 """
 from __future__ import annotations
 
+import contextlib
 import dis
 import threading
 import traceback
@@ -55,9 +56,10 @@ class NativeStretch:
     they stand for."""
 
     def __init__(self, instructions: list, resume_offset: int, read: set[str], stored: set[str],
-                 error: Unsupported) -> None:
+                 error: Unsupported, subscript: tuple = (None, None)) -> None:
         self.instructions, self.resume_offset = instructions, resume_offset
         self.read, self.stored, self.error = read, stored, error
+        self.subscript = subscript  # the variables of its mask subscript's tensor and mask, where known
 
 
 def native_stretch(tx, live: list[str]) -> NativeStretch | None:
@@ -84,7 +86,8 @@ def native_stretch(tx, live: list[str]) -> NativeStretch | None:
             error = Unsupported("data-dependent output shape: `getitem` returns a shape that depends on tensor values",
                                 "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead "
                                 "of boolean indexing / nonzero", [_frame_summary(code, ins, tx.lineno)])
-            return NativeStretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error)
+            return NativeStretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error,
+                                 (stack[-2], stack[-1]))
         else:
             return None
     return None
@@ -187,14 +190,35 @@ def stack_effect(inst) -> int:
     return dis.stack_effect(dis.opmap[inst.opname])
 
 
+def prefetch_mask_kernels(subscripts: list[tuple]) -> None:
+    """Let mininductor start compiling the mask-gather kernels that these mask subscripts (pairs of variables:
+    tensor, mask) will launch at run time ([Note: prefetched mask kernels] in mininductor/mask_gather.py).  Only a
+    head start: where ``mask_subscript`` will not gather (grad mode, no mininductor) nothing starts, and anything
+    that goes wrong is left to the launch."""
+    if not config.mask_gather or torch.is_grad_enabled():
+        return
+    gather = _mask_gather()
+    if gather is None or not hasattr(gather, "prefetch"):
+        return
+    for a, m in subscripts:
+        a, m = _example_value(a), _example_value(m)
+        if isinstance(a, torch.Tensor) and isinstance(m, torch.Tensor):
+            with contextlib.suppress(Exception):  # a head start only: the launch compiles what it needs
+                gather.prefetch(a, m)
+
+
+def _example_value(v):
+    """The value of a tracked tensor (a fake tensor) or of a tensor input not looked at yet (the real one)."""
+    if isinstance(v, LazyVariableTracker):
+        return v.value
+    if isinstance(v, TensorVariable):
+        return v.example_value
+    return None
+
+
 def _tensor_dtype(v) -> torch.dtype | None:
     """The dtype of a tracked tensor (or of a tensor input not looked at yet); None for anything else."""
-    if isinstance(v, LazyVariableTracker):
-        value = v.value
-    elif isinstance(v, TensorVariable):
-        value = v.example_value
-    else:
-        return None
+    value = _example_value(v)
     return value.dtype if isinstance(value, torch.Tensor) else None
 
 

@@ -28,8 +28,9 @@ half holds the GIL.  Upstream Inductor uses a pool of worker processes, which al
 is ``compile_worker/``: with ``config.compile_workers`` > 0 each thread hands its variant to a worker, then finds it
 in Triton's disk cache (off by default: the workers start too slowly to help a first call; see there).
 ``config.compile_threads`` sets the thread pool's size (1: compile at first launch, as before).  A symbolic-size
-kernel is compiled for the sizes of the call it was traced for.  Left out: the CPU, where Triton's interpreter has
-nothing to compile.
+kernel is compiled for the sizes of the call it was traced for.  ``wait=False`` only starts the compiles: the
+translator does that for the mask-gather kernels it knows a native stretch will launch ([Note: prefetched mask
+kernels] in mask_gather.py).  Left out: the CPU, where Triton's interpreter has nothing to compile.
 """
 from __future__ import annotations
 

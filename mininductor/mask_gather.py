@@ -28,6 +28,8 @@ ops for anything else.
 """
 from __future__ import annotations
 
+import types
+
 import torch
 
 from .indexing import contiguous_strides
@@ -93,6 +95,40 @@ def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int) -> torch.Tensor:
         columns = a.numel() // rows
         _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, columns, rows)
     return out
+
+
+def prefetch(a: torch.Tensor, m: torch.Tensor) -> bool:
+    """Start compiling the kernels that ``count(m)`` and ``mask_gather(a, m, n)`` will launch, on mininductor's
+    compile pool, and return at once (True if it started).  ``a`` and ``m`` are the translator's example values
+    (fake tensors: only dtype, shape and device are read, and only concrete sizes -- reading a symbolic one
+    would guard on it).
+
+    [Note: prefetched mask kernels]  Each kernel here is compiled at its first launch, like any Triton kernel
+    without ``async_compile``: for the tutorial MoE's first expert that was three compiles one after another on
+    the main thread (the count, and a gather for each of the two dtypes: 0.3 s of its first call on an H200
+    host).  The translator knows them earlier: when it emits a native stretch's mask subscripts ([Note: native
+    stretch] in minidynamo/native_stretch.py), before the graph in front of them is even compiled.  So it calls
+    this, and the kernels compile on the pool while that graph is compiled and run; the launch then finds them
+    in Triton's in-memory cache.  A guess that turns out wrong (another device, a grad mode that changed in
+    between) only wastes a background compile: the launch compiles what it needs, as before."""
+    from . import async_compile
+    if not (a.is_cuda and m.is_cuda and m.dim() == 1 and m.dtype == torch.bool and a.dim() >= 1
+            and a.dtype in DTYPES and async_compile.compile_threads() > 1):
+        return False
+    if not all(isinstance(n, int) for n in (*a.shape, *m.shape)):
+        return False
+    rows, numel = m.shape[0], a.numel()
+    if not (0 < rows <= MAX_MASK and a.shape[0] == rows and 0 < numel < 2 ** 31):
+        return False
+    columns = numel // rows
+    launchers = {"mask_count_kernel": (_launcher("mask_count_kernel", rows, 1, None, True),
+                                       [torch.bool, torch.int32, 1, rows]),
+                 "mask_gather_kernel": (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
+                                        [torch.bool, a.dtype, a.dtype, columns, rows])}
+    module = types.SimpleNamespace(**{name: launcher for name, (launcher, _) in launchers.items()})
+    device = a.device.index if a.device.index is not None else torch.cuda.current_device()
+    async_compile.precompile(module, {name: sig for name, (_, sig) in launchers.items()}, wait=False, device=device)
+    return True
 
 
 def _launcher(name: str, rows: int, columns: int, dtype, cuda: bool) -> KernelLauncher:

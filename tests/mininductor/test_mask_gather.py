@@ -173,3 +173,42 @@ def test_random_masks_views_and_dtypes_subscript_as_eager(seed):
             again = mask_subscript(a.clone(), m)  # the same mask again: its count (or indices) reused
         _same(got, expected)
         _same(again, expected)
+
+
+def test_prefetch_starts_the_kernels_a_cuda_mask_subscript_will_launch(monkeypatch):
+    """[Note: prefetched mask kernels]: for a CUDA tensor and mask (the translator's fake values; no GPU needed
+    here), ``prefetch`` hands the count and gather kernels to ``async_compile.precompile`` without waiting, with
+    the signatures their launches pass and as the launchers those launches will use; anything the gather would
+    not take, a symbolic size, or one compile thread starts nothing."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from mininductor import async_compile
+    calls = []
+    monkeypatch.setattr(mask_gather, "_launchers", {})
+    monkeypatch.setattr(async_compile, "compile_threads", lambda: 8)
+    monkeypatch.setattr(async_compile, "precompile", lambda module, sigs, wait=True, device=None:
+                        calls.append((module, sigs, wait, device)))
+    with FakeTensorMode():
+        a = torch.empty(128, 4, device="cuda")
+        m = torch.empty(128, dtype=torch.bool, device="cuda")
+        ints = torch.empty(128, dtype=torch.int64, device="cuda")
+        on_cpu = torch.empty(128, 4)
+        too_long = torch.empty(mask_gather.MAX_MASK + 1, dtype=torch.bool, device="cuda")
+    assert mask_gather.prefetch(a, m) and mask_gather.prefetch(ints, m)
+    (module, sigs, wait, device), (_, int_sigs, _, _) = calls
+    assert not wait and device == 0
+    assert sigs == {"mask_count_kernel": [torch.bool, torch.int32, 1, 128],
+                    "mask_gather_kernel": [torch.bool, torch.float32, torch.float32, 4, 128]}
+    assert int_sigs["mask_gather_kernel"] == [torch.bool, torch.int64, torch.int64, 1, 128]
+    assert module.mask_count_kernel is mask_gather._launcher("mask_count_kernel", 128, 1, None, True)
+    assert module.mask_gather_kernel is mask_gather._launcher("mask_gather_kernel", 128, 4, torch.float32, True)
+    assert not mask_gather.prefetch(on_cpu, m) and not mask_gather.prefetch(a, a) and \
+        not mask_gather.prefetch(a, too_long)
+    env = ShapeEnv()
+    with FakeTensorMode(shape_env=env):
+        symbolic = torch.empty(env.create_unbacked_symint(), 4, device="cuda")
+    assert not mask_gather.prefetch(symbolic, m) and not env.guards  # not read, so not guarded on
+    monkeypatch.setattr(async_compile, "compile_threads", lambda: 1)
+    assert not mask_gather.prefetch(a, m)
+    assert len(calls) == 2
