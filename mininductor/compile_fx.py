@@ -497,23 +497,49 @@ def trace_inference(gm, example_inputs):
 
 
 def _record_original_output_strides(aten_gm: torch.fx.GraphModule, fn: Callable) -> None:
-    """``fn``'s outputs' strides in a fake run without decompositions: eager's, which a decomposition need not
-    keep ([Note: outputs keep eager's strides]). Nothing is recorded if that run fails."""
+    """``fn``'s outputs' strides before decomposing: eager's, which a decomposition need not keep ([Note: outputs
+    keep eager's strides]).  A graph from minidynamo carries them: each node's ``meta['example_value']`` is the
+    fake tensor its op gave when the translator ran it.  Otherwise a fake run of ``fn`` finds them; nothing is
+    recorded if that run fails."""
+    strides = _translated_output_strides(fn)
+    if strides is None:
+        strides = _fake_run_output_strides(aten_gm, fn)
+    if strides is not None:
+        aten_gm.meta["original_output_strides"] = strides
+
+
+def _translated_output_strides(fn: Callable) -> list | None:
+    """The strides of a translated graph's outputs, read from the translator's example values (None where one is
+    missing: a graph built by other means)."""
+    if not isinstance(fn, torch.fx.GraphModule):
+        return None
+    output = next(iter(fn.graph.find_nodes(op="output")), None)
+    if output is None:
+        return None
+    strides = []
+    for leaf in pytree.tree_leaves(output.args[0]):
+        value = leaf.meta.get("example_value") if isinstance(leaf, torch.fx.Node) else leaf
+        if isinstance(leaf, torch.fx.Node) and value is None:
+            return None
+        strides.append(tuple(value.stride()) if isinstance(value, torch.Tensor) else None)
+    return strides
+
+
+def _fake_run_output_strides(aten_gm: torch.fx.GraphModule, fn: Callable) -> list | None:
     from torch._guards import detect_fake_mode
     from torch.func import functionalize
     vals = [n.meta.get("val") for n in aten_gm.graph.find_nodes(op="placeholder")]
     fake_mode = detect_fake_mode(vals)
     if fake_mode is None:
-        return
+        return None
     try:
         with fake_mode, torch.no_grad(), symbolic_dispatch(fake_mode), EagerFunctions():
             args = [torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
                     if isinstance(v, torch.Tensor) else v for v in vals]
             outs = pytree.tree_leaves(functionalize(fn)(*args))
     except Exception:  # noqa: BLE001  (data-dependent ops...: the traced strides are used)
-        return
-    aten_gm.meta["original_output_strides"] = [tuple(o.stride()) if isinstance(o, torch.Tensor) else None
-                                               for o in outs]
+        return None
+    return [tuple(o.stride()) if isinstance(o, torch.Tensor) else None for o in outs]
 
 
 def _mutates_an_intermediate(gm: torch.fx.GraphModule) -> bool:

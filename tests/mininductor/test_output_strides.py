@@ -185,6 +185,29 @@ def test_outputs_of_decomposed_ops_keep_eager_strides():
 
 
 @pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
+def test_a_symbolic_compile_reads_eagers_strides_from_the_translation(monkeypatch):
+    """A translated graph's output nodes carry the translator's fake values, whose strides are eager's: the
+    symbolic compile records those instead of running the graph once more on fake tensors (a fifth of AOT's
+    time for the tutorial MoE's first call on the CPU).  A graph without them (built by other means) still gets
+    the fake run.  Outputs, strides and counts as eager's."""
+    import importlib
+    compile_fx = importlib.import_module("mininductor.compile_fx")
+    runs = []
+    fake_run = compile_fx._fake_run_output_strides
+    monkeypatch.setattr(compile_fx, "_fake_run_output_strides", lambda *a: runs.append(1) or fake_run(*a))
+    fn = lambda x, y: (x.permute(2, 0, 1) * 2, x.sum(-1), y.t().sin())
+    compiled = minidynamo.minicompile(fn, dynamic=True)
+    for n in (5, 6):
+        x, y = torch.randn(n, 4, 3).to(DEVICE), torch.randn(n, 7).to(DEVICE)
+        for ours, theirs in zip(compiled(x, y), fn(x, y)):
+            torch.testing.assert_close(ours, theirs)
+            assert _strides(ours) == _strides(theirs), (ours.stride(), theirs.stride())
+    assert runs == [] and minidynamo.counters["stats"]["unique_graphs"] == 1
+    gm = torch.fx.symbolic_trace(lambda x: x.t() * 2)  # no example values
+    assert compile_fx._translated_output_strides(gm) is None
+
+
+@pytest.mark.usefixtures("fresh_minicompile")  # conftest.py
 def test_dynamic_outputs_keep_eager_strides():
     """A symbolic compile kept row-major outputs (``x.t().sin()`` with ``dynamic=True``); now its strides are
     the traced ``SymInt`` strides, checked dense structurally (``Max(1, (s27 + 1)//2)`` of a sliced dim too)."""
