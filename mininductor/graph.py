@@ -70,7 +70,9 @@ def _eager_stride(node, original=None) -> list | None:
 
     A decomposition need not keep eager's strides (``repeat`` is a permuted view of an expanded clone;
     ``one_hot``, training ``batch_norm``...): a user output's strides are ``original``, recorded before
-    decomposing (the graph's ``meta["original_output_strides"]``, Inductor's name), when there are some.
+    decomposing (the graph's ``meta["original_output_strides"]``, Inductor's name), when there are some: by
+    AOTAutograd's metadata run, or, for a symbolic compile, read off the translator's fake values of the graph's
+    outputs (``compile_fx._record_original_output_strides``).
     """
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if not isinstance(val, torch.Tensor):
