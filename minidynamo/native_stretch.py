@@ -198,7 +198,7 @@ def prefetch_mask_kernels(subscripts: list[tuple]) -> None:
     if not config.mask_gather or torch.is_grad_enabled():
         return
     gather = _mask_gather()
-    if gather is None or not hasattr(gather, "prefetch"):
+    if gather is None:
         return
     for a, m in subscripts:
         a, m = _example_value(a), _example_value(m)

@@ -112,15 +112,13 @@ def prefetch(a: torch.Tensor, m: torch.Tensor) -> bool:
     in Triton's in-memory cache.  A guess that turns out wrong (another device, a grad mode that changed in
     between) only wastes a background compile: the launch compiles what it needs, as before."""
     from . import async_compile
-    if not (a.is_cuda and m.is_cuda and m.dim() == 1 and m.dtype == torch.bool and a.dim() >= 1
-            and a.dtype in DTYPES and async_compile.compile_threads() > 1):
+    if not (a.is_cuda and m.dim() == 1 and m.dtype == torch.bool and a.dim() >= 1
+            and async_compile.compile_threads() > 1):
         return False
-    if not all(isinstance(n, int) for n in (*a.shape, *m.shape)):
+    if not all(isinstance(n, int) for n in (*a.shape, *m.shape)) or a.shape[0] != m.shape[0] or not supports(a, m):
         return False
-    rows, numel = m.shape[0], a.numel()
-    if not (0 < rows <= MAX_MASK and a.shape[0] == rows and 0 < numel < 2 ** 31):
-        return False
-    columns = numel // rows
+    rows = m.shape[0]
+    columns = a.numel() // rows
     launchers = {"mask_count_kernel": (_launcher("mask_count_kernel", rows, 1, None, True),
                                        [torch.bool, torch.int32, 1, rows]),
                  "mask_gather_kernel": (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),

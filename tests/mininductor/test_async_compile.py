@@ -3,6 +3,7 @@
 The compile itself needs a GPU; on CPU we check the logic: the signatures match what ``call`` really launches with,
 every candidate config is warmed up on the pool, failures are left to the launch, and CPU graphs are untouched.
 """
+import contextlib
 import threading
 import types
 
@@ -134,7 +135,7 @@ def test_a_precompiled_kernel_is_loaded_for_our_launcher_on_the_graphs_device(mo
         return object() if kernel.launchable else None
 
     monkeypatch.setattr(static_cuda_launcher, "load", load)
-    monkeypatch.setattr(torch.cuda, "device", lambda index: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
     ok, other = Kernel(True), Kernel(False)
     for kernel, device in ((ok, 3), (other, 0)):
         fn = types.SimpleNamespace(warmup=lambda *a, grid, kernel=kernel, **cfg: kernel)

@@ -187,6 +187,7 @@ def test_prefetch_starts_the_kernels_a_cuda_mask_subscript_will_launch(monkeypat
     calls = []
     monkeypatch.setattr(mask_gather, "_launchers", {})
     monkeypatch.setattr(async_compile, "compile_threads", lambda: 8)
+    monkeypatch.setattr(mask_gather, "current_cuda_device", lambda: 0)  # ``supports`` asks: a GPU's, stood in
     monkeypatch.setattr(async_compile, "precompile", lambda module, sigs, wait=True, device=None:
                         calls.append((module, sigs, wait, device)))
     with FakeTensorMode():
