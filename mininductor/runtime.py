@@ -268,7 +268,8 @@ class KernelLauncher:
     and calls this method only for what it does not expect ([Note: a generated launch])."""
 
     def __init__(self, fn, kind: str, xnumel: int, rnumel: int, device_type: str, hint: str = "inner",
-                 symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False, device_asserts: bool = False):
+                 symbolic: bool = False, fp_fusion: bool = True, x_first: bool = False, device_asserts: bool = False,
+                 timed: bool = True):
         # xnumel/rnumel: the sizes (for a symbolic kernel, the size hints) the configs are chosen from
         self.fn, self.kind, self.xnumel, self.rnumel = fn, kind, xnumel, rnumel
         # fp_fusion=False: compiled without FP contraction ([Note: rounding survives only without FP contraction])
@@ -283,6 +284,8 @@ class KernelLauncher:
         self.interpret = device_type != "cuda"
         self.hint = hint
         self.configs = self._candidate_configs()
+        if not timed:  # it writes in place: [Note: kernels that write in place are not timed]
+            self.configs = self.configs[:1]
         self.config = self.configs[0]
         # after a GPU launch, per specialization key of the arguments: see [Note: direct launch]
         self._direct: dict[tuple, DirectLauncher] = {}
@@ -367,7 +370,16 @@ class KernelLauncher:
                         metrics.generated_launches += 1
 
     def _autotune(self, args) -> dict:
-        """Time each candidate (kernels only write their outputs, so re-running them is harmless)."""
+        """Time each candidate by running it: harmless for a kernel that only writes buffers of its own.
+
+        [Note: kernels that write in place are not timed]  A scatter writes into a buffer it did not allocate: a
+        graph input it was reinplaced into (reinplace.py), or a copy an earlier kernel made.  Timed, such a kernel
+        runs a dozen times per candidate, and an accumulating scatter (``index_add_``, ``index_put_(...,
+        accumulate=True)``: ``tl.atomic_add``) adds its values each time -- the graph's result was wrong under
+        ``mode="max-autotune"``, which times every candidate of a kernel of more than 1024 elements (found by
+        reading this code, thirty-fourth session).  So the wrapper builds its launcher with ``timed=False``, which
+        keeps the first candidate, the default.  Upstream's autotuner instead copies the arguments a kernel
+        mutates before timing it and restores them after (``restore_value`` in ``triton_heuristics.py``)."""
         best, best_ms = self.configs[0], float("inf")
         for k, cfg in enumerate(self.configs):
             try:

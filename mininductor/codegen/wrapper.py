@@ -253,11 +253,18 @@ class WrapperCodeGen:
                 f"symbolic={is_symbolic(k.numel) or is_symbolic(k.rnumel)}"
                 + (", fp_fusion=False" if k.rounds_low_precision else "") + (", x_first=True" if k.x_first else "")
                 + (", device_asserts=True" if k.device_asserts else "")
+                + (", timed=False" if self._writes_in_place(k) else "")
                 + ")")
         twin = self.twins.get(k.name)
         if twin is None:
             return line
         return "\n".join([line, self._launcher_line(twin), f"{k.name} = ReductionKindChoice({k.name}, {twin.name})"])
+
+    def _writes_in_place(self, k: TritonKernel) -> bool:
+        """Does kernel ``k`` scatter into a buffer it did not allocate -- which running it twice would change twice
+        (``mode="atomic_add"`` adds again)?  Then its launcher must not time its candidate configs by running it
+        ([Note: kernels that write in place are not timed] in runtime.py)."""
+        return any(isinstance(sn.node.data, ir.Scatter) for sn in k.fused.snodes)
 
     def _matmul_choices(self) -> list[str]:
         """``matmul_choice_N = MatmulChoice(...)`` for each matmul lowered with ``template=True``, which ``call``

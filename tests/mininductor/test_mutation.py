@@ -2,6 +2,7 @@
 its result unused), decompositions that ``copy_`` into slices (functionalized again), outputs that alias an input
 stay views of it, and gradients flow through an in-place relu at new shapes. Found by the op corpora. Budget: a
 few seconds on 2 cores."""
+import re
 import warnings
 
 import pytest
@@ -9,6 +10,8 @@ import torch
 import torch.nn.functional as F
 
 import minidynamo
+from mininductor import config
+from mininductor.runtime import KernelLauncher
 
 from .utils import DEVICE, assert_same, check, frames_ok, run_shapes
 
@@ -522,3 +525,23 @@ def test_an_in_place_op_keeps_its_inputs_strides_in_the_trace(fn, make_inputs, b
         warnings.filterwarnings("error", message=".*(mininductor|eagerly)")  # traced, not run eagerly
         _run_both(fn, make_inputs, backend)
     assert frames_ok() == 1
+
+
+def test_a_scatter_kernel_is_never_timed_by_running_it():
+    """[Note: kernels that write in place are not timed] (runtime.py): timing a kernel's candidate configs runs it
+    again and again, which an accumulating scatter into its target must not -- under ``max-autotune`` every
+    kernel of more than 1024 elements has several candidates.  The scatter's launcher keeps one config; its
+    values are eager's (on the GPU, compiled: MININDUCTOR_TEST_DEVICE=cuda).  (A module loaded before under
+    another mode would be reused, launchers and all: no other test compiles this graph.)"""
+    def f(out, idx, src, w):
+        out.index_add_(0, idx, src * w)
+        return out.sum(0)
+    out, src = torch.zeros(64, 2048), torch.randn(256, 2048)
+    idx, w = torch.randint(0, 64, (256,)), torch.rand(256, 1)
+    with config.patch(mode="max-autotune"):
+        compiled = check(f, out, idx, src, w, atol=1e-4, rtol=1e-4)
+    assert "timed=False" in compiled.source
+    launchers = {name: v for name, v in vars(compiled.module).items() if isinstance(v, KernelLauncher)}
+    scatter = re.search(r"(\w+) = KernelLauncher\([^\n]*timed=False", compiled.source).group(1)
+    assert scatter in launchers and len(launchers[scatter].configs) == 1
+    assert "tl.atomic_add" in compiled.source
