@@ -3,7 +3,7 @@
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--no-torch-compile] [--reduce-overhead]
                                     [--batch N]
                                     [--launcher-ab | --generated-launch-ab | --mask-gather-ab | --unfused-addmm-ab |
-                                     --skinny-mm-ab]
+                                     --skinny-mm-ab | --fuse-scatters-ab]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -17,7 +17,9 @@ launch] in mininductor/direct_launch.py); ``--mask-gather-ab`` with and without 
 ([Note: mask gather] in mininductor/mask_gather.py; it only acts under ``no_grad``, so only the forward differs);
 ``--unfused-addmm-ab`` adds a second minicompile of the model compiled with ``addmm`` kept whole ([Note: a bias
 added by its consumer] in mininductor/extern_lowering.py; a config knob, so its graphs are compiles of their own);
-``--skinny-mm-ab`` likewise with the few-row ``mm``s kept as cuBLAS calls ([Note: a skinny mm as a reduction]).
+``--skinny-mm-ab`` likewise with the few-row ``mm``s kept as cuBLAS calls ([Note: a skinny mm as a reduction]);
+``--fuse-scatters-ab`` likewise with each ``index_add_`` a kernel of its own ([Note: a scatter ends its producer's
+kernel] in mininductor/scheduler.py).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -101,6 +103,7 @@ def main() -> None:
     ab.add_argument("--mask-gather-ab", action="store_true")
     ab.add_argument("--unfused-addmm-ab", action="store_true")
     ab.add_argument("--skinny-mm-ab", action="store_true")
+    ab.add_argument("--fuse-scatters-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -134,6 +137,10 @@ def main() -> None:
         models["minicompile, addmm kept"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "unfused_addmm", "gpu")
         before["minicompile, addmm kept"] = lambda: setattr(config, "unfused_addmm", "never")
+    if args.fuse_scatters_ab:  # another compile of the model, whose index_add_ runs as a kernel of its own
+        models["minicompile, scatter alone"] = minidynamo.minicompile(copy.deepcopy(base))
+        before["minicompile"] = lambda: setattr(config, "fuse_scatters", True)
+        before["minicompile, scatter alone"] = lambda: setattr(config, "fuse_scatters", False)
     if args.skinny_mm_ab:  # another compile of the model, whose few-row mm stay cuBLAS calls
         models["minicompile, cuBLAS mm"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "skinny_mm", "gpu")

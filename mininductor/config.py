@@ -102,6 +102,9 @@ division_rounding: bool = True
 
 # Fuse nodes at all (turn off to see one kernel per buffer).
 fusion: bool = True
+# A scatter (``index_add_``) may end the kernel that computes what it scatters ([Note: a scatter ends its
+# producer's kernel] in scheduler.py); MINICOMPILE_FUSE_SCATTERS=0 runs every scatter as a kernel of its own.
+fuse_scatters: bool = os.environ.get("MINICOMPILE_FUSE_SCATTERS", "1") != "0"
 
 # GPU: how many kernels of a graph compile at once, before its first call (async_compile.py); None = one per core,
 # at most 8; 1 = each kernel compiles at its first launch.

@@ -243,8 +243,9 @@ def can_fuse(a: FusedSchedulerNode, b: FusedSchedulerNode) -> tuple[bool, str]:
     """Whether ``a`` (earlier) and ``b`` can share one kernel, and if not, why."""
     if a.is_extern() or b.is_extern():
         return False, "extern kernels are library calls; they never fuse"
-    if any(n.is_scatter() for n in a.snodes + b.snodes):
-        return False, "a scatter writes through indirect indices into another buffer: it runs alone"
+    refusal = _scatter_refusal(a, b)
+    if refusal is not None:
+        return False, refusal
     group = _combined_group(a, b)
     if group is None:
         return False, f"iteration spaces differ: {a.group()} vs {b.group()}"
@@ -269,6 +270,36 @@ def can_fuse(a: FusedSchedulerNode, b: FusedSchedulerNode) -> tuple[bool, str]:
     if not (a.get_names() & b.read_names) and not (a.read_names & b.read_names):
         return False, "no shared data"
     return True, ""
+
+
+def _scatter_refusal(a: FusedSchedulerNode, b: FusedSchedulerNode) -> str | None:
+    """Why a scatter keeps ``a`` and ``b`` apart; None when neither holds one, or when ``b`` is a scatter that
+    may end ``a``'s kernel.
+
+    [Note: a scatter ends its producer's kernel]  A scatter stores through indirect indices into a buffer it did
+    not compute (``outputs.index_add_(0, rows, y)``).  It used to run alone, as a kernel of its own after ``y``'s
+    kernel; then ``y`` is stored by one kernel only to be read back by the next, and the graph pays a launch and an
+    allocation more -- once per expert in the tutorial MoE, whose scatter follows its second matmul's reduction.
+    Fused as the *last* node of ``y``'s kernel, each program scatters the elements it has just computed, as it
+    would have stored them.  That is only the same program when the kernel neither reads nor writes the target
+    (another program's element may have been scattered already) and nothing else would have to run between the
+    two; the second is the scheduler's to check (``Scheduler._scatter_readers``: nothing else reads the target's
+    old value), the first is checked here, with the usual rule that ``b`` reads ``a``'s buffers only at the
+    elements ``a``'s program writes.  Nothing fuses after a scatter, and a kernel holding one is never timed by
+    running it ([Note: kernels that write in place are not timed] in runtime.py).  Upstream's scheduler fuses
+    its ``ir.Scatter`` nodes with their producers too."""
+    if not any(n.is_scatter() for n in a.snodes + b.snodes):
+        return None
+    if any(n.is_scatter() for n in a.snodes) or len(b.snodes) != 1:
+        return "a scatter writes through indirect indices into another buffer: nothing fuses after it"
+    if not config.fuse_scatters:
+        return "a scatter runs alone (config.fuse_scatters)"
+    target = b.snodes[0].node.data.target
+    if target in a.get_names() or target in a.read_names:
+        return f"the kernel would read or write {target}, which the scatter writes through indirect indices"
+    if not (b.read_names & a.get_names()):
+        return "a scatter joins only a kernel that computes what it scatters"
+    return None
 
 
 def score_fusion(a, b, sizes: dict) -> int:
@@ -348,6 +379,8 @@ class Scheduler:
             ok, reason = can_fuse(a, b)
             if ok and self._creates_cycle(a, b):
                 ok, reason = False, "fusing would create a cycle through another kernel"
+            if ok and self._scatter_readers(b, a):
+                ok, reason = False, "another kernel reads the scatter's target before the scatter writes it"
             if not ok:
                 rejection = (sorted(a.get_names()), sorted(b.get_names()), reason)
                 if rejection not in self.rejections:  # each pass of fuse() meets the same pairs again
@@ -360,6 +393,15 @@ class Scheduler:
             alive.add(id(merged))
             fused = True
         return fused
+
+    def _scatter_readers(self, b, a) -> bool:
+        """When ``b`` is a scatter: does a node other than ``a`` and ``b`` read its target's old value?  Fused
+        into ``a``, the scatter would move ahead of such a reader ([Note: a scatter ends its producer's
+        kernel]); readers of the new value read the scatter's own name, and come after it either way."""
+        if not any(n.is_scatter() for n in b.snodes):
+            return False
+        target = b.snodes[0].node.data.target
+        return any(target in n.read_names for n in self.nodes if n is not a and n is not b)
 
     def _creates_cycle(self, a, b) -> bool:
         """Is there a path a -> X -> b (or b -> X -> a) through some other node X?"""

@@ -186,3 +186,82 @@ def test_a_node_fused_earlier_that_reads_the_other_side_across_rows_is_not_fused
     reasons = [r for _, _, r in metrics.fusion_rejections]
     assert any("300*rindex + xindex" in r and "another program's element" in r for r in reasons), reasons
     assert metrics.fallback_count == 0, metrics.fallback_ops
+
+
+def _scatter_of_a_reduction(out, idx, x, w):
+    out.index_add_(0, idx, (x * w).sum(-1) * 2)  # each program scatters the row sums it has just computed
+    return out
+
+
+def _reads_the_old_value(out, idx, x, w):
+    out.index_add_(0, idx, (out[idx][:, :, None] * x).sum(-1))  # out's old value is read: the scatter goes
+    return out  # into a copy (the first kernel), and still ends the reduction's kernel
+
+
+def _another_reader_of_the_old_value(out, idx, x, w):
+    before = out.amax(-1)  # reads out's old value: the copy to scatter into is made beside it
+    out.index_add_(0, idx, (x * w).sum(-1))
+    return out, before
+
+
+def _target_made_beside_the_source(out, idx, x, w):
+    t = (out[:, :, None] * w).sum(-1)  # the target, made by the kernel that makes the source (shared w)
+    t.index_add_(0, idx[:6], (x[:6] * w).sum(-1))
+    return t
+
+
+def _scatter_then_more(out, idx, x, w):
+    s = (x * w).sum(-1)
+    out.index_add_(0, idx, s)
+    return out * 3, s.exp()  # nothing fuses after a scatter: the new value is read by a kernel of its own
+
+
+@pytest.mark.parametrize("fn, kernels, refusal", [
+    (_scatter_of_a_reduction, 1, None),
+    (_reads_the_old_value, 3, None),  # the copy, the reduction and its scatter, the copy back into out
+    (_another_reader_of_the_old_value, 3, None),
+    (_target_made_beside_the_source, 2, "nothing fuses after it"),  # the target's kernel runs first
+    (_scatter_then_more, 3, "nothing fuses after it"),
+])
+def test_a_scatter_ends_its_producers_kernel_only_where_that_is_the_same_program(fn, kernels, refusal):
+    """[Note: a scatter ends its producer's kernel] (scheduler.py): an ``index_add_`` of a reduction's result
+    is the last step of the reduction's kernel (here, in every case); nothing fuses after the scatter, with the
+    reason recorded.  Values and the written input are eager's."""
+    out, idx = torch.randn(6, 5), torch.tensor([4, 0, 4, 1, 3, 0, 5, 4])  # rows hit twice: additions meet
+    x, w = torch.randn(8, 5, 7), torch.randn(7)
+    compiled = check(fn, out, idx, x, w, kernels=kernels, atol=1e-5, rtol=1e-5)
+    reasons = [r for _, _, r in metrics.fusion_rejections]
+    assert refusal is None or any(refusal in r for r in reasons), reasons
+    assert any("tl.atomic_add" in k and "tl.sum" in k for k in compiled.source.split("@triton.jit"))
+
+
+def test_config_fuse_scatters_off_runs_every_scatter_alone():
+    out, idx, x, w = torch.randn(6, 5), torch.tensor([4, 0, 4, 1, 3, 0, 5, 4]), torch.randn(8, 5, 7), torch.randn(7)
+    with mininductor.config.patch(fuse_scatters=False):
+        check(_scatter_of_a_reduction, out, idx, x, w, kernels=2, atol=1e-5, rtol=1e-5)
+    assert any("config.fuse_scatters" in r for _, _, r in metrics.fusion_rejections)
+
+
+def test_a_scatter_stays_out_of_a_kernel_that_reads_or_makes_its_target():
+    """The two refusals of [Note: a scatter ends its producer's kernel], asked directly: a kernel that reads the
+    target (which the scatter would write under another program), and a kernel that makes it."""
+    from mininductor import scheduler
+
+    def node(names, reads, scatter_into=None):
+        snode = type("SNode", (), {"name": names[0], "read_names": set(reads), "order": 0,
+                                   "is_scatter": lambda self: scatter_into is not None,
+                                   "node": type("N", (), {"data": type("D", (), {"target": scatter_into})()})()})()
+        fused = scheduler.FusedSchedulerNode([snode])
+        return fused
+    scatter = node(["buf9"], ["buf1", "out"], scatter_into="out")
+    assert scheduler._scatter_refusal(node(["buf1"], ["x"]), scatter) is None
+    assert "would read or write out" in scheduler._scatter_refusal(node(["buf1"], ["x", "out"]), scatter)
+    assert "would read or write out" in scheduler._scatter_refusal(node(["out"], ["x"]), scatter)
+    assert "computes what it scatters" in scheduler._scatter_refusal(node(["buf2"], ["buf1"]), scatter)
+    assert "nothing fuses after it" in scheduler._scatter_refusal(scatter, node(["buf3"], ["buf9"]))
+    # and the scheduler's own check: another kernel reading the target's old value would run after the scatter
+    producer, reader = node(["buf1"], ["x"]), node(["buf5"], ["out"])
+    graph = type("S", (), {"nodes": [producer, reader, scatter]})()
+    assert scheduler.Scheduler._scatter_readers(graph, scatter, producer)
+    graph.nodes = [producer, scatter, node(["buf6"], ["buf9"])]  # a reader of the new value: fine
+    assert not scheduler.Scheduler._scatter_readers(graph, scatter, producer)
