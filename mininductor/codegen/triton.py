@@ -323,8 +323,12 @@ class TritonKernel(TritonOverrides, ReductionCodegenMixin):
             # The value is materialised at the pointer block's shape (adding zeros): compiled Triton broadcasts
             # by itself, but Triton 3.6's interpreter reads a broadcast (stride-0) value as if contiguous.
             ptrs = f"{ptr} + ({idx})"
-            if "x" not in names:  # one address for the block (a 0-d index tensor): give it the mask's shape
-                ptrs = f"tl.broadcast_to({ptrs}, {'[XBLOCK]' if self.ndim == 1 else '[XBLOCK, RBLOCK]'})"
+            if "x" not in names:  # no x in the index (a 0-d index, or one loaded): give it the mask's shape --
+                # [XBLOCK, 1] for a reduction's epilogue, which must not add once per lane of RBLOCK (the
+                # lowering fuzzer's --scatter, seed 9850008: an index_add_ after an amax added twice)
+                full = self.kind != "poi" and (self.r_node or self.kind == "tile" or "r" in names)
+                shape = "[XBLOCK]" if self.ndim == 1 else "[XBLOCK, RBLOCK]" if full else "[XBLOCK, 1]"
+                ptrs = f"tl.broadcast_to({ptrs}, {shape})"
             value = f"{cast} + tl.zeros(({ptrs}).shape, {TL_DTYPE[dtype]})"
             self.lines.append(f"tl.atomic_add({ptrs}, {value}, {mask})")
             return
