@@ -256,6 +256,8 @@ def index_add(x, dim: int, index, source, *, alpha=1):
     x1, dim, index, source = _along(x, dim, index, source)
     if alpha == 1:
         return _like(aten.scatter_add(x1, dim, index, source), x)
+    if x.dtype == torch.bool:  # eager adds ``alpha`` as a bool (``True`` for 2); ``source * 2`` would be int64
+        return _like(aten.scatter_add(x1, dim, index, source & bool(alpha)), x)
     if x.dtype not in (torch.float16, torch.bfloat16):
         return _like(aten.scatter_add(x1, dim, index, source * alpha), x)
     # [Note: index_add's alpha in fp16/bf16] eager's CPU kernel rounds alpha to x's dtype, then adds each

@@ -1,5 +1,6 @@
 """Views are re-indexing (no copy): permute/transpose, expand, slice with steps, select, squeeze/unsqueeze,
 reshape, as_strided; plus cat, constant_pad, gather/index/embedding (indirect loads), iota/arange, full."""
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
@@ -96,6 +97,19 @@ def test_index_put_and_index_add_scatter_kernels():
     check(lambda x, v: x.index_put((torch.tensor([1, 3], device=x.device),), v[:2]) + 1, x, v, fallbacks=0)
     check(lambda x, i, j: x.index_put((i, j), torch.tensor(7.0, device=x.device), accumulate=True),
           x, i, torch.tensor([1, 1, 1, 4, 0]))
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 2, -3])
+def test_index_add_with_alpha_keeps_the_dtype_of_a_bool_or_int_tensor(alpha):
+    """``index_add(..., alpha=2)`` of a bool tensor adds ``alpha`` as a bool, as eager does; ``source * 2`` was
+    int64 and the scatter refused it at compile time (lowering fuzz --scatter, seed 9850033).  Triton has no
+    atomic add of bool or int16: the scatter falls back to ATen's, counted."""
+    x, i = torch.tensor([False, False, True, False]), torch.tensor([0, 1, 0, 3])
+    if alpha >= 0:
+        check(lambda x, i: x.index_add(0, i, x.flip(0), alpha=alpha), x, i, fallbacks=1)
+    ints = torch.tensor([[1, -2], [3, 4], [5, 6], [-7, 8]], dtype=torch.int16)
+    check(lambda x, i: x.index_add(0, i, x * 3, alpha=alpha), ints, i, fallbacks=1)
+    check(lambda x, i: x.index_add(0, i, x * 3, alpha=alpha), ints.int(), i, fallbacks=0)
 
 
 def test_flip_reaching_an_output_and_a_matmul_is_copied():
