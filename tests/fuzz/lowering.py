@@ -8,6 +8,7 @@
     python tests/fuzz/lowering.py SEED COUNT --device cuda  # any mode, on a GPU: real Triton kernels vs eager CUDA
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --dynamic --int  # an int input used as a size (any mode)
     .venv/bin/python tests/fuzz/lowering.py SEED COUNT --matmul  # mostly library matmuls (any mode)
+    .venv/bin/python tests/fuzz/lowering.py SEED COUNT --scatter  # reductions and scatters (any mode)
 
 Not collected by pytest (no ``test_`` file); a developer's tool, run by hand (about 0.1 s a program on a CPU,
 through Triton's interpreter; the seventeenth session ran about 8,000 inference, 6,000 gradient and 7,500
@@ -105,7 +106,8 @@ REDUCTIONS = ["sum", "mean", "amax", "amin", "prod", "argmax", "argmin", "var", 
               "count_nonzero", "aminmax", "nansum", "var_mean"]
 VIEWS = ["t", "slice", "unsqueeze", "expand", "flip", "permute", "reshape", "cat", "stack", "narrow", "select",
          "roll", "repeat", "pad", "diag", "tril", "transpose_contig", "index_select", "gather", "maxpool", "avgpool",
-         "adaptive_max", "adaptive_avg", "gram", "gram_t", "baddbmm"]
+         "adaptive_max", "adaptive_avg", "gram", "gram_t", "baddbmm"]  # (a new op goes in another list: the
+# seeds that tests replay must keep drawing the programs they drew; --scatter draws the scatters)
 # Ops without a derivative, or whose derivative is not defined where random inputs land (kinks, poles, domains):
 # the --grad programs leave them out.
 NOT_DIFFERENTIABLE = {
@@ -194,8 +196,23 @@ def view(name: str, x: torch.Tensor, r: int) -> torch.Tensor:
         "gram": lambda: x @ x.transpose(-1, -2) if x.dim() >= 2 else x @ x,
         "gram_t": lambda: x.transpose(-1, -2) @ x if x.dim() >= 2 else x @ x,
         "baddbmm": lambda: _biased_product(x, r),
+        # scatters (kernels that store through indices; the one after a reduction ends its kernel). Into zeros,
+        # at most two sources meet at an element (0 + a + b: the same whichever addition runs first); into x,
+        # none meet (x + a + b would round differently in another order, which GPU atomics do not fix)
+        "index_add": lambda: x.new_zeros(x.shape).index_add(d, _pairs(x.shape[d]), x),
+        # (alpha in fp16/bf16: eager's CPU kernel rounds alpha * source first in a slice's scalar tail only,
+        # [Note: index_add's alpha in fp16/bf16] in mininductor/decomposition.py; seed 9850119 met it)
+        "index_add_self": lambda: x.index_add(d, torch.arange(x.shape[d]).flip(0), x.flip(d),
+                                              alpha=1 if x.dtype in (torch.float16, torch.bfloat16) else 2),
+        "scatter_add": lambda: x.new_zeros(x.shape).scatter_add(d, _pairs(x.shape[d]).reshape(
+            [-1 if k == d else 1 for k in range(x.dim())]).expand(x.shape), x * 3),
     }
     return views[name]()
+
+
+def _pairs(n: int) -> torch.Tensor:
+    """``n`` indices into ``range(n)`` that hit no element more than twice: 0, 1, .., then again from 0."""
+    return torch.arange(n) % max(1, (n + 1) // 2)
 
 
 def _biased_product(x: torch.Tensor, r: int) -> torch.Tensor:
@@ -251,14 +268,19 @@ def make_input(rng: random.Random, shape: list[int], dtype: torch.dtype) -> torc
 
 # ``--matmul``: the library matmuls drawn far more often (and views that transpose and slice their operands)
 MATMUL_VIEWS = ["gram", "gram_t", "baddbmm"] * 2 + ["t", "slice", "permute", "expand", "select", "narrow"]
+SCATTER_VIEWS = ["index_add", "index_add_self", "scatter_add"] * 3 + ["t", "slice", "select", "narrow"]
 MATMUL_BINARY = BINARY + ["matmul_bt"] * 8
 
 
-def generate(seed: int, grad: bool, zero: bool, ints: bool = False, matmul: bool = False) -> tuple[list, list[tuple]]:
+def generate(seed: int, grad: bool, zero: bool, ints: bool = False, matmul: bool = False,
+             scatter: bool = False) -> tuple[list, list[tuple]]:
     """A program: its inputs and its steps (each names an op and which earlier values it reads). With ``ints``
     the last input is an int ``n`` that some steps use as a size (``INT_VIEWS``); with ``matmul``, the steps are
-    mostly library matmuls and views (``MATMUL_VIEWS``, ``MATMUL_BINARY``)."""
-    views, binaries = (MATMUL_VIEWS, MATMUL_BINARY) if matmul else (VIEWS, BINARY)
+    mostly library matmuls and views (``MATMUL_VIEWS``, ``MATMUL_BINARY``); with ``scatter``, reductions and
+    scatters are drawn more often (``SCATTER_VIEWS``: a scatter after a reduction ends the reduction's kernel)."""
+    views, binaries = (MATMUL_VIEWS, MATMUL_BINARY) if matmul else (SCATTER_VIEWS, BINARY) if scatter else \
+        (VIEWS, BINARY)
+    cuts = (0.2, 0.4, 0.65) if scatter else (0.35, 0.7, 0.85)  # unary, binary, reduction, then views
     rng = random.Random(seed)
     torch.manual_seed(seed)  # the inputs' values too: a seed replays alone (``SEED 1``) as it ran in a batch
     ndim = rng.choice([1, 2, 2, 3])
@@ -275,13 +297,13 @@ def generate(seed: int, grad: bool, zero: bool, ints: bool = False, matmul: bool
     steps = []
     for _ in range(rng.randint(1, 6)):
         r = rng.random()
-        if r < 0.35:
+        if r < cuts[0]:
             steps.append(("unary", rng.choice(allowed(UNARY)), rng.randrange(100)))
-        elif r < 0.7:
+        elif r < cuts[1]:
             scalar = rng.choice([2, -3, 0.5, -1.5, 7] + ([] if grad else [0]))
             steps.append(("binary", rng.choice(allowed(binaries)), rng.randrange(100), rng.randrange(100),
                           rng.random() < 0.2, scalar))
-        elif r < 0.85:
+        elif r < cuts[2]:
             steps.append(("reduction", rng.choice(allowed(REDUCTIONS)), rng.randrange(100), rng.randrange(4),
                           rng.random() < 0.5))
         elif ints and rng.random() < 0.6:
@@ -423,6 +445,7 @@ def main() -> None:
     parser.add_argument("--int", action="store_true", help="an int input n that some steps use as a size")
     parser.add_argument("--device", default="cpu", help="where inputs live: cuda compiles real Triton kernels")
     parser.add_argument("--matmul", action="store_true", help="mostly library matmuls (mm, bmm, addmm, baddbmm)")
+    parser.add_argument("--scatter", action="store_true", help="reductions and scatters (index_add, scatter_add)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     counts = {"ok": 0, "skipped": 0, "bad": 0}
@@ -437,7 +460,8 @@ def main() -> None:
 
 def run_one(seed: int, args, counts: dict, fallbacks: dict) -> None:
     """Generate, compile and check one program; count its verdict and its fallbacks, print it if it differs."""
-    inputs, steps = generate(seed, args.grad, args.zero, args.int, getattr(args, "matmul", False))
+    inputs, steps = generate(seed, args.grad, args.zero, args.int, getattr(args, "matmul", False),
+                             getattr(args, "scatter", False))
     inputs = [a.to(args.device) if isinstance(a, torch.Tensor) else a for a in inputs]
     metrics.reset()
     if args.grad:
