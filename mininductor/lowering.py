@@ -235,9 +235,11 @@ register_lowering(aten.__rshift__)(make_pointwise_lowering("bitwise_right_shift"
 @register_lowering(aten.nextafter)
 def nextafter(a, b):
     out, compute = _dtype_for((a, b), "default")
-    if out not in (torch.float32, torch.float64):  # eager refuses integers; fp16/bf16 bits: see ops.nextafter
+    if not out.is_floating_point:  # eager refuses integers: the fallback raises its error
         raise NotImplementedError(f"nextafter of {out}")
-    return pointwise([a, b], ops.nextafter, out, compute)
+    storage = out if out in (torch.float16, torch.bfloat16) else None  # in fp32 registers: [Note: nextafter of
+    # fp16 and bf16]
+    return pointwise([a, b], lambda x, y: ops.nextafter(x, y, storage), out, compute)
 
 
 @register_lowering(aten.abs)

@@ -192,21 +192,38 @@ class TritonOverrides(SpecialFunctions):
         scaled = e(f"tl.where({big} == 0, {small}, {big} * tl.sqrt(1.0 + {r} * {r}))")  # 0, or NaN
         return e(f"tl.where(({x} == float('inf')) | ({y} == float('inf')), float('inf'), {scaled})")
 
-    def nextafter(self, x: str, y: str) -> str:
+    def nextafter(self, x: str, y: str, storage: torch.dtype | None = None) -> str:
         """C's ``nextafter``: the next float after ``x`` toward ``y``, one step of ``x``'s bits (a float's bits are
         sign and magnitude, so one up moves away from zero). ``x == y`` gives ``y`` (``nextafter(0.0, -0.0)`` is
         -0.0); a zero gives the smallest denormal with ``y``'s sign; a NaN, NaN. Exact on both devices: integer
-        ops only. fp32 and fp64 (fp16/bf16 values live in fp32 registers: their lowering falls back)."""
+        ops only.
+
+        [Note: nextafter of fp16 and bf16]  ``storage`` is the dtype the result is stored in when the values live
+        in fp32 registers.  A bf16 value is an fp32 value whose low 16 bits are zero, with the same exponent range,
+        so one bf16 step is ``1 << 16`` in the fp32 bits, denormals and infinities included.  fp16 has ten
+        mantissa bits, so one step is ``1 << 13`` -- but only among fp16's normal numbers: below 2^-14 fp16's
+        denormals are fp32 normals, one step there is 2^-24 in value (exact in fp32), and from an infinity the
+        next fp16 is +-65504, not a step of fp32's bits.  Stepping up from 65504 gives 65536, which the fp16 store
+        rounds to infinity, as it should.  (Converting to fp16 and stepping its own bits would be shorter, but
+        Triton's interpreter converts low-precision denormals wrongly: [Note: bf16 bits under the interpreter].)"""
         dtype = self._result("float", x, y)
         ints, tl_ints = (torch.int64, "tl.int64") if dtype == torch.float64 else (torch.int32, "tl.int32")
+        step = {torch.bfloat16: 1 << 16, torch.float16: 1 << 13}.get(storage, 1)
         bits = self._emit(f"{x}.to({tl_ints}, bitcast=True)", ints)
         away = self._emit(f"({y} > {x}) == ({x} > 0)", torch.bool)
         floats = TL_DTYPE[dtype]
-        stepped = self._emit(f"tl.where({away}, {bits} + 1, {bits} - 1).to({floats}, bitcast=True)", dtype)
-        negative_tiny = -(2 ** 63 - 1) if dtype == torch.float64 else -(2 ** 31 - 1)  # sign bit and bit 0
-        tiny = self._emit(f"tl.where({y} > 0, 1, {negative_tiny}).to({tl_ints}).to({floats}, bitcast=True)", dtype)
+        stepped = self._emit(f"tl.where({away}, {bits} + {step}, {bits} - {step}).to({floats}, bitcast=True)", dtype)
+        sign = -(2 ** 63) if dtype == torch.float64 else -(2 ** 31)  # the sign bit, as a signed integer
+        tiny = self._emit(f"tl.where({y} > 0, {step}, {sign + step}).to({tl_ints}).to({floats}, bitcast=True)", dtype)
         e = lambda text: self._emit(text, dtype)
         moved = e(f"tl.where({x} == 0, {tiny}, {stepped})")
+        if storage == torch.float16:
+            size = e(f"tl.abs({x})")
+            small = self._emit(f"({size} < 6.103515625e-05) | (({size} == 6.103515625e-05) & ~{away})", torch.bool)
+            tick = e(f"{x} + tl.where({y} > {x}, 5.960464477539063e-08, -5.960464477539063e-08)")
+            tick = e(f"tl.where({tick} == 0, {x} * 0.0, {tick})")  # down to zero keeps x's sign, as C's does
+            moved = e(f"tl.where({small}, {tick}, {moved})")
+            moved = e(f"tl.where({size} == float('inf'), tl.where({x} > 0, 65504.0, -65504.0), {moved})")
         return e(f"tl.where(({x} != {x}) | ({y} != {y}), {x} + {y}, tl.where({x} == {y}, {y}, {moved}))")
 
     def round(self, x: str) -> str:

@@ -82,7 +82,9 @@ def test_nextafter_steps_the_bits_exactly():
     """``torch.nextafter`` fell back to ATen (the lowering fuzzer counted it in every mode). Now one step of the
     float's bits, with C's edges: toward a smaller value from a negative number, from a zero to the smallest
     denormal with the target's sign, to the largest float from infinity, ``x == y`` giving ``y`` (-0.0), and NaN.
-    Bit-equal for fp32 and fp64; fp16/bf16 still fall back (their bits live in fp32 registers)."""
+    Bit-equal for fp32 and fp64, and for fp16 and bf16, whose values live in fp32 registers ([Note: nextafter of
+    fp16 and bf16]): their denormals, their largest finite values and infinities, and every finite bit pattern
+    stepped both ways."""
     for dtype in (torch.float32, torch.float64):
         info = torch.finfo(dtype)
         x = torch.tensor([0.0, -0.0, 1.0, -1.0, 1.0, float("inf"), -float("inf"), float("nan"), 1.0, 3.0, info.tiny,
@@ -94,8 +96,20 @@ def test_nextafter_steps_the_bits_exactly():
         ours, theirs = compiled(x.to(DEVICE), y.to(DEVICE)), torch.nextafter(x.to(DEVICE), y.to(DEVICE))
         numbers = ~theirs.isnan()  # a NaN's sign is not compared: the fuzzer's docstring
         assert torch.equal(ours.signbit()[numbers], theirs.signbit()[numbers])
-    h = torch.randn(64).half()
-    check(torch.nextafter, h, h.flip(0), atol=0, rtol=0, fallbacks=1)
+    for dtype in (torch.float16, torch.bfloat16):
+        info = torch.finfo(dtype)
+        edges = [0.0, -0.0, info.tiny, -info.tiny, info.smallest_normal, -info.smallest_normal, info.max, -info.max,
+                 float("inf"), -float("inf"), float("nan"), 1.0, -1.0, 2.0, 0.5, info.tiny * 3]
+        x = torch.tensor([a for a in edges for _ in edges], dtype=dtype)
+        y = torch.tensor([b for _ in edges for b in edges], dtype=dtype)
+        every = torch.arange(-(2 ** 15), 2 ** 15, dtype=torch.int32).to(torch.int16).view(dtype)  # every bit pattern
+        every = every[every.isfinite()]  # ... that is a number, toward both infinities
+        x = torch.cat([x, every, every])
+        y = torch.cat([y, torch.full_like(every, float("inf")), torch.full_like(every, -float("inf"))])
+        compiled = check(torch.nextafter, x, y, atol=0, rtol=0, kernels=1, fallbacks=0)
+        ours, theirs = compiled(x.to(DEVICE), y.to(DEVICE)), torch.nextafter(x.to(DEVICE), y.to(DEVICE))
+        numbers = ~theirs.isnan()
+        assert torch.equal(ours[numbers].view(torch.int16), theirs[numbers].view(torch.int16))  # bit for bit
 
 
 def test_signbit_of_negative_zero_and_nan():
