@@ -163,7 +163,10 @@ def _fix_interpreter_index() -> None:
 
 
 def load_module(source: str, interpret: bool):
-    """Write ``source`` to the code cache (named by its hash) and import it."""
+    """Write ``source`` to the code cache (named by its hash) and import it -- once per process, device kind and
+    autotuning: the module's launchers choose their candidate configs when it is imported, and under
+    ``mode="max-autotune"`` they take more of them, so a graph compiled under both modes gets a module for each
+    (the second reused the first's launchers, untimed)."""
     key = hashlib.sha256(source.encode()).hexdigest()[:20]
     os.makedirs(config.cache_dir, exist_ok=True)
     path = os.path.join(config.cache_dir, f"c{key}.py")
@@ -172,7 +175,8 @@ def load_module(source: str, interpret: bool):
         with open(tmp, "w") as f:
             f.write(source)
         os.replace(tmp, path)
-    name = f"mininductor_cache_{key}_{'cpu' if interpret else 'gpu'}"
+    name = f"mininductor_cache_{key}_{'cpu' if interpret else 'gpu'}" + \
+        ("_autotune" if config.mode == "max-autotune" else "")
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -14,7 +14,7 @@ import torch.utils._pytree as pytree
 import mininductor
 from mininductor import metrics
 
-from .utils import DEVICE, assert_same, check
+from .utils import DEVICE, assert_same, check, compile_fn
 
 
 def _dynamo(fn):
@@ -405,3 +405,19 @@ def test_output_code_defines_only_the_helpers_its_kernels_call():
     prod = check(lambda x: x.prod(-1), torch.rand(5, 7) + 0.5)
     assert "def _prod_combine" in prod.source and "_prod_combine)" in prod.source
     assert "def _welford" not in prod.source
+
+
+def test_a_graph_compiled_under_max_autotune_gets_launchers_of_its_own():
+    """The module's launchers choose their candidate configs when it is imported; the same source compiled
+    under ``mode="max-autotune"`` after the default mode reused the default's launchers (one config each, never
+    timed).  Now each gets its own module; the default mode's later compiles share theirs."""
+    from mininductor import config
+    x, fn = torch.randn(64, 300, device=DEVICE), lambda x: ((x * 2).sum(-1),)
+    with config.patch(mode="default"):
+        first = compile_fn(fn, x)
+    with config.patch(mode="max-autotune"):
+        tuned = compile_fn(fn, x)
+    with config.patch(mode="default"):
+        again = compile_fn(fn, x)
+    assert first.source == tuned.source and tuned.module is not first.module and again.module is first.module
+    assert_same(tuned(x), fn(x))

@@ -531,8 +531,7 @@ def test_a_scatter_kernel_is_never_timed_by_running_it():
     """[Note: kernels that write in place are not timed] (runtime.py): timing a kernel's candidate configs runs it
     again and again, which an accumulating scatter into its target must not -- under ``max-autotune`` every
     kernel of more than 1024 elements has several candidates.  The scatter's launcher keeps one config; its
-    values are eager's (on the GPU, compiled: MININDUCTOR_TEST_DEVICE=cuda).  (A module loaded before under
-    another mode would be reused, launchers and all: no other test compiles this graph.)"""
+    values are eager's (on the GPU, compiled: MININDUCTOR_TEST_DEVICE=cuda)."""
     def f(out, idx, src, w):
         out.index_add_(0, idx, src * w)
         return out.sum(0)
