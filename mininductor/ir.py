@@ -207,7 +207,8 @@ class Scan(Reduction):
 class Scatter(Pointwise):
     """Stores ``inner_fn(index)`` into another buffer, ``target``, at ``target_index(index)`` (indirect), plainly
     or with ``mode="atomic_add"``. Its ComputedBuffer aliases ``target``'s memory (the wrapper binds the name),
-    so it runs alone, after whatever wrote ``target``. Mirrors Inductor's ``ir.Scatter``."""
+    so it runs after whatever wrote ``target``, alone or as the last step of the kernel that computes what it
+    stores ([Note: a scatter ends its producer's kernel] in scheduler.py). Mirrors Inductor's ``ir.Scatter``."""
 
     def __init__(self, device, dtype, inner_fn, ranges, target: str, target_indexer, target_index, mode,
                  origins=None):

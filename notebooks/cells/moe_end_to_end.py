@@ -142,8 +142,10 @@ With at most four rows, each of those `mm`s is not a cuBLAS call at all on a GPU
 `out[m, n] = sum_k x[m, k] * w[n, k]`, it is one of our reduction kernels ([Note: a skinny mm as a reduction] in
 `mininductor/extern_lowering.py`; `config.skinny_mm`). The rows' gather `x[rows]` fuses into the first one as
 it reads, the bias and GELU into it as its epilogue (`fused_add_addmm_erf_index_mul`: the first matmul's sums never
-leave registers), and the second reads that buffer. The expert is three kernels and no extern call -- 13-25% off
-the eval forward on an H200, though the kernels take twice cuBLAS's GPU time. The whole expert, as in the loop:"""),
+leave registers), and the second reads that buffer -- 13-25% off the eval forward on an H200, though the kernels
+take twice cuBLAS's GPU time. The `index_add_` then ends the second one's kernel: each program scatters the row
+sums it has just computed ([Note: a scatter ends its producer's kernel] in `mininductor/scheduler.py`). The expert
+is two kernels and no extern call. The whole expert, as in the loop:"""),
         code("""
 def expert(x, rows, w1, b1, w2, b2, weights, outputs):    # one pass of the loop body
     F = torch.nn.functional
