@@ -237,8 +237,8 @@ def nextafter(a, b):
     out, compute = _dtype_for((a, b), "default")
     if not out.is_floating_point:  # eager refuses integers: the fallback raises its error
         raise NotImplementedError(f"nextafter of {out}")
-    storage = out if out in (torch.float16, torch.bfloat16) else None  # in fp32 registers: [Note: nextafter of
-    # fp16 and bf16]
+    # fp16/bf16 values live in fp32 registers: the op steps their bits ([Note: nextafter of fp16 and bf16])
+    storage = out if out in (torch.float16, torch.bfloat16) else None
     return pointwise([a, b], lambda x, y: ops.nextafter(x, y, storage), out, compute)
 
 
