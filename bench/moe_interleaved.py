@@ -3,7 +3,7 @@
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--no-torch-compile] [--reduce-overhead]
                                     [--batch N]
                                     [--launcher-ab | --generated-launch-ab | --mask-gather-ab | --unfused-addmm-ab |
-                                     --skinny-mm-ab | --fuse-scatters-ab]
+                                     --skinny-mm-ab | --fuse-scatters-ab | --equality-counts-ab]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -19,7 +19,9 @@ launch] in mininductor/direct_launch.py); ``--mask-gather-ab`` with and without 
 added by its consumer] in mininductor/extern_lowering.py; a config knob, so its graphs are compiles of their own);
 ``--skinny-mm-ab`` likewise with the few-row ``mm``s kept as cuBLAS calls ([Note: a skinny mm as a reduction]);
 ``--fuse-scatters-ab`` likewise with each ``index_add_`` a kernel of its own ([Note: a scatter ends its producer's
-kernel] in mininductor/scheduler.py).
+kernel] in mininductor/scheduler.py); ``--equality-counts-ab`` the same compiled model with each expert's mask
+counted on its own, not read from one table of ``flat_indices``'s values ([Note: equality masks counted once] in
+minidynamo/native_stretch.py; under ``no_grad`` only, so only the forward differs).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -104,6 +106,7 @@ def main() -> None:
     ab.add_argument("--unfused-addmm-ab", action="store_true")
     ab.add_argument("--skinny-mm-ab", action="store_true")
     ab.add_argument("--fuse-scatters-ab", action="store_true")
+    ab.add_argument("--equality-counts-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -133,6 +136,10 @@ def main() -> None:
         models["minicompile, no mask gather"] = models["minicompile"]
         before["minicompile"] = lambda: setattr(minidynamo.config, "mask_gather", True)
         before["minicompile, no mask gather"] = lambda: setattr(minidynamo.config, "mask_gather", False)
+    if args.equality_counts_ab:  # the same compiled model, each mask counted on its own
+        models["minicompile, every mask counted"] = models["minicompile"]
+        before["minicompile"] = lambda: setattr(minidynamo.config, "equality_counts", True)
+        before["minicompile, every mask counted"] = lambda: setattr(minidynamo.config, "equality_counts", False)
     if args.unfused_addmm_ab:  # another compile of the model, whose addmm stays one extern call
         models["minicompile, addmm kept"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "unfused_addmm", "gpu")

@@ -36,3 +36,6 @@ pause_gc_while_compiling: bool = True
 # rows with mininductor's mask-gather kernel instead of nonzero + index_select ([Note: mask gather] in
 # mininductor/mask_gather.py); MINICOMPILE_MASK_GATHER=0 keeps eager's ops.
 mask_gather: bool = os.environ.get("MINICOMPILE_MASK_GATHER", "1") != "0"
+# The gather's count of a mask ``t == k`` read from one table of ``t``'s values, across a loop's stretches ([Note:
+# equality masks counted once] in native_stretch.py); MINICOMPILE_EQUALITY_COUNTS=0 counts every mask.
+equality_counts: bool = os.environ.get("MINICOMPILE_EQUALITY_COUNTS", "1") != "0"

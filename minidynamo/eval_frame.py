@@ -30,6 +30,7 @@ from .backends import lookup_backend
 from .cache_entry import CacheEntries
 from .convert_frame import convert_frame
 from .exc import ConstraintViolationError, Unsupported, without_frames
+from .native_stretch import equality_counts
 from .output_graph import GraphRaised
 from .resume_execution import Continuation
 from .symbolic_convert import DISABLE_DYNAMO_CODE
@@ -179,10 +180,16 @@ class CompileContext:
 
     def __call__(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         """Run one call, following the continuations its graph breaks return (see [Note: trampoline])."""
-        result = self.run_frame(fn, args, kwargs)
-        while type(result) is Continuation:
-            result = result.ctx.run_frame(result.fn, result.args, {})
-        return result
+        # the hops between stretches: user code runs before and after this call ([Note: equality masks counted once])
+        equality_counts.hops = 2
+        try:
+            result = self.run_frame(fn, args, kwargs)
+            while type(result) is Continuation:
+                equality_counts.hops += 1
+                result = result.ctx.run_frame(result.fn, result.args, {})
+            return result
+        finally:
+            equality_counts.hops = 2
 
     def run_frame(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         code = fn.__code__

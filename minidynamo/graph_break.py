@@ -51,6 +51,7 @@ from .inlined_comprehension import (
 from .native_stretch import (
     emit_mask_subscript,
     emit_native_stretch,
+    equality_mask,
     native_stretch,
     prefetch_mask_kernels,
     stack_effect,
@@ -484,7 +485,9 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
-            emit_mask_subscript(cg)  # its nonzero is shared with the stretch's: [Note: shared nonzero]
+            # its nonzero is shared with the stretch's ([Note: shared nonzero]); its count may come from a table
+            # ([Note: equality masks counted once])
+            emit_mask_subscript(cg, equality_mask(tx, tx.stack[-1], live))
         else:
             cg.append(copy_instruction(tx.output.f_code, inst.offset))
         if stretch is not None:

@@ -28,12 +28,15 @@ Anything unusual (a subclass, a 0-d mask, a shape or device that ``a[m]`` would 
 itself, so values, errors and gradients are eager's.  Upstream gets the same effect when it keeps ``nonzero`` in
 the graph (``capture_dynamic_output_shape_ops``) and CSEs it.  Under ``no_grad`` a CUDA tensor's subscripts share
 the mask's count instead, and each gathers its rows without indices ([Note: mask gather] in
-mininductor/mask_gather.py): one sync per expert still, and no ``nonzero``.
+mininductor/mask_gather.py): one sync per expert still, and no ``nonzero`` -- and where the mask is ``t == k``,
+as each expert's is, the counts of a whole loop come from one table of ``t``'s values: one sync per loop
+([Note: equality masks counted once]).
 """
 from __future__ import annotations
 
 import contextlib
 import dis
+import operator
 import threading
 import traceback
 import weakref
@@ -45,6 +48,7 @@ from .codegen import PyCodegen
 from .exc import Unsupported
 from .resume_execution import copy_instruction
 from .variables.builder import LazyVariableTracker
+from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 
 MAX_INSTRUCTIONS = 8
@@ -93,22 +97,66 @@ def native_stretch(tx, live: list[str]) -> NativeStretch | None:
     return None
 
 
-def emit_mask_subscript(cg: PyCodegen) -> None:
-    """In place of ``BINARY_SUBSCR`` (stack: ``a, m`` -> ``a[m]``): call ``mask_subscript(a, m)``."""
+def emit_mask_subscript(cg: PyCodegen, equality: tuple[str, str | int] | None = None) -> None:
+    """In place of ``BINARY_SUBSCR`` (stack: ``a, m`` -> ``a[m]``): call ``mask_subscript(a, m)``, or, where the
+    mask is ``t == k`` (``equality``: the live local holding ``t``, and ``k``'s live local or its value),
+    ``mask_subscript(a, m, t, k)`` ([Note: equality masks counted once])."""
     cg.store_local("___mask_m")
     cg.store_local("___mask_a")
     cg.load_const_object(mask_subscript, push_null=True)
     cg.load_local("___mask_a")
     cg.load_local("___mask_m")
-    cg.call(2)
+    if equality is None:
+        cg.call(2)
+        return
+    t, k = equality
+    cg.load_local(f"___live_{t}")
+    if type(k) is str:
+        cg.load_local(f"___live_{k}")
+    else:
+        cg.load_const(k)
+    cg.call(4)
+
+
+def equality_mask(tx, mask, live: list[str]) -> tuple[str, str | int] | None:
+    """``(t, k)`` when the tracked tensor ``mask`` is ``t == k`` of an integer tensor held by the live local ``t``
+    and an int -- a constant, or the value of the live local ``k`` -- as the graph computes it; None otherwise.
+    See [Note: equality masks counted once]."""
+    node = mask.proxy.node if isinstance(mask, TensorVariable) else None
+    if node is None or node.kwargs or len(node.args) != 2 or not (
+            node.op == "call_function" and node.target in (operator.eq, torch.eq)
+            or node.op == "call_method" and node.target == "eq"):
+        return None
+    t_node, k_arg = node.args
+    if not isinstance(t_node, torch.fx.Node) and isinstance(k_arg, torch.fx.Node):
+        t_node, k_arg = k_arg, t_node  # k == t
+    tracked = {name: _tracked(tx, name) for name in live}
+    held = {id(v.as_proxy().node): name for name, v in tracked.items() if isinstance(v, (TensorVariable, SymNodeVariable))}
+    t = held.get(id(t_node))
+    if t is None or not isinstance(tracked[t], TensorVariable) or tracked[t].example_value.dtype not in INT_RANGES:
+        return None
+    if type(k_arg) is int:
+        return t, k_arg
+    k = held.get(id(k_arg)) if isinstance(k_arg, torch.fx.Node) else None
+    return (t, k) if k is not None and isinstance(tracked[k], SymNodeVariable) else None
+
+
+def _tracked(tx, name: str):
+    """The variable of local ``name``; for an input read by the traced code, the one it was read as (a
+    ``LazyVariableTracker`` never read stays as it is: reading it now would add guards)."""
+    v = tx.symbolic_locals.get(name)
+    if isinstance(v, LazyVariableTracker):
+        return tx.output.source_cache.get(v.source.name(), v)
+    return v
 
 
 _last = threading.local()  # .mask: (weakref to the last mask, its _version, its true count, its nonzero indices)
 
 
-def mask_subscript(a, m):
+def mask_subscript(a, m, t=None, k=None):
     """``a[m]``, sharing ``m``'s count or nonzero indices with the previous call on the same unchanged mask
-    ([Note: shared nonzero]).
+    ([Note: shared nonzero]); ``t, k``: the translator saw ``m`` made as ``t == k`` ([Note: equality masks counted
+    once]).
 
     With a 1-D mask, ``a[m]`` takes ``a``'s rows at ``m.nonzero()``.  On a contiguous ``a`` that is
     ``a.index_select(0, rows)``: the same values, dtype and (contiguous) layout, through a simpler op than
@@ -134,7 +182,8 @@ def mask_subscript(a, m):
         gather = _mask_gather()
         if gather is not None and gather.supports(a, m):
             if last is None:
-                last = _last.mask = (weakref.ref(m), m._version, gather.count(m), None)
+                n = equality_count(t, k, m) if t is not None else None
+                last = _last.mask = (weakref.ref(m), m._version, gather.count(m) if n is None else n, None)
             return gather.mask_gather(a, m, last[2] if last[2] is not None else len(last[3]))
     if last is not None and last[3] is not None:
         index = last[3]
@@ -145,6 +194,65 @@ def mask_subscript(a, m):
             a.requires_grad and torch.is_grad_enabled() and torch.are_deterministic_algorithms_enabled()):
         return a.index_select(0, index)
     return a[index]
+
+
+# [Note: equality masks counted once]  The tutorial MoE's loop makes each expert's mask as ``flat_indices ==
+# expert_idx`` and subscripts by it.  A mask subscript must know how many elements are true before it can allocate
+# its result, so every expert's stretch counted its mask and waited for the device: a launch, an allocation and
+# an ``item``, about 21 us of an expert's 140 us of host time on an H200 host, and the one point per expert where
+# the host waited for the GPU.  Those 32 counts are one table of ``flat_indices``'s values.  So where the mask of
+# a stretch's breaking subscript is ``t == k`` -- an integer tensor ``t`` that a live local holds, and an int
+# ``k``, a constant or a live local's value (``equality_mask``, at translation) -- the transformed code passes
+# ``t`` and ``k`` on, and ``equality_count`` answers from a table of ``t``'s values and their counts
+# (``torch.unique``: one wait for the whole loop) when the table is known to describe the values the graph compared:
+#
+# * ``t`` is the object the table was made from, with the same ``_version`` and storage.  Every in-place write
+#   PyTorch makes bumps the version -- eager's ops, and our graphs' writes ([Note: input mutations]) -- as
+#   autograd's checks of saved tensors rely on;
+# * and nothing but our code ran since the previous stretch that came through here: the trampoline counts the
+#   continuations it follows (``hops``).  A stretch's continuation leads straight to the frame whose stretch comes
+#   next (one hop); any other graph break ran user code natively in between (two or more), and a call from outside
+#   starts over.  That rules out what the version cannot see, a write through ``.data`` or a DLPack alias made by
+#   user code between two iterations.
+#
+# The table is made at the second stretch in a row that sees ``t`` unchanged: the first counts its mask as before
+# (a single ``t == k`` gains nothing from a table), and at the second, ``t`` is known not to have changed since
+# the first -- so not since this frame's graph compared it.  Later ones read the table.  A count from the table is
+# exact under these conditions; should one ever be wrong, it would size the result wrongly, and the gather kernel
+# writes no row beyond the count it is given (``nrows``), so nothing is written out of bounds.  Measured on an H200
+# host: docs/benchmarks.md, thirty-fifth session.  Upstream has no counterpart: it keeps ``nonzero`` in the graph
+# (``capture_dynamic_output_shape_ops``) or breaks there, and syncs once per subscript.
+INT_RANGES = {dtype: (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+              for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)}
+
+
+class _EqualityCounts(threading.local):
+    hops = 2  # continuations the trampoline followed since the last counted stretch (2: "not straight after one")
+    tensor = None  # a weak reference to the t the table describes
+    state = None  # (t._version, t.data_ptr()) when it was first seen
+    table: dict | None = None  # {value: count} of t, made at the second stretch
+
+
+equality_counts = _EqualityCounts()
+
+
+def equality_count(t, k, m) -> int | None:
+    """How many elements of ``m`` are true, read from the table of ``t``'s values where ``m`` is ``t == k`` and the
+    table describes ``t``'s values as the graph compared them; None: count ``m`` ([Note: equality masks counted
+    once])."""
+    counts = equality_counts
+    hops, counts.hops = counts.hops, 0
+    if not config.equality_counts or type(t) is not torch.Tensor or type(k) is not int or t.shape != m.shape or t.device != m.device or \
+            not INT_RANGES.get(t.dtype, (1, 0))[0] <= k <= INT_RANGES.get(t.dtype, (1, 0))[1]:
+        return None
+    state = (t._version, t.data_ptr())
+    if hops != 1 or counts.tensor is None or counts.tensor() is not t or counts.state != state:
+        counts.tensor, counts.state, counts.table = weakref.ref(t), state, None
+        return None
+    if counts.table is None:
+        values, numbers = torch.unique(t, return_counts=True)
+        counts.table = dict(zip(*torch.stack((values.to(torch.int64), numbers)).tolist()))
+    return counts.table.get(k, 0)
 
 
 # The mask gather runs on CUDA tensors; on the CPU its kernels would be interpreted (tests turn this on).

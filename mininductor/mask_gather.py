@@ -17,7 +17,9 @@ kept row its output row.  Measured there: the count 14.9 us (``int(m.sum())``, t
 long), a gather 6.9; the expert's mask, count and two subscripts 41.3 us against 53.9, the MoE's eval forward 11%
 faster (docs/benchmarks.md).  Values are copied bit for bit and the result is a new contiguous tensor, as eager's.
 Upstream keeps such ops in the graph instead (``capture_dynamic_output_shape_ops``) and falls back to ATen's
-``nonzero`` there.
+``nonzero`` there.  (Later the count itself mostly went: where the mask is ``t == k``, the translator's stretch
+reads it from one table of ``t``'s values per loop, [Note: equality masks counted once] in
+minidynamo/native_stretch.py; ``mask_gather`` then writes no row beyond the ``n`` it is given.)
 
 The prefix sum is taken over a 1-D block, then broadcast over the columns: the same scan over a ``[RBLOCK, 1]``
 block failed this module's tests on the GPU with Triton 3.6 wherever a program had more than one column (the
@@ -55,15 +57,17 @@ def mask_count_kernel(mask_ptr, out_ptr, xnumel, rnumel, XBLOCK: tl.constexpr, R
     tl.store(out_ptr, tl.sum(keep.to(tl.int32), 0))
 
 
-@triton.jit
-def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
-    # rows (the mask's axis) along r, columns along x: out[cumsum(m)[r] - 1, x] = a[r, x] where m[r]
+@triton.jit(do_not_specialize=["nrows"])
+def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK: tl.constexpr,
+                       RBLOCK: tl.constexpr):
+    # rows (the mask's axis) along r, columns along x: out[cumsum(m)[r] - 1, x] = a[r, x] where m[r]; out has
+    # nrows rows, and no row beyond them is written whatever the mask holds
     rindex = tl.arange(0, RBLOCK)
     keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
     count = keep.to(tl.int32)
     row = tl.cumsum(count, 0) - count  # exclusive prefix sum: the output row of each kept row
     xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    where = keep[:, None] & (xindex < xnumel)
+    where = (keep & (row < nrows))[:, None] & (xindex < xnumel)
     value = tl.load(in_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
     tl.store(out_ptr + (row[:, None] * xnumel + xindex), value, mask=where)
 """
@@ -93,7 +97,7 @@ def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int) -> torch.Tensor:
     if n:
         rows = m.numel()
         columns = a.numel() // rows
-        _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, columns, rows)
+        _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, n, columns, rows)
     return out
 
 
@@ -122,7 +126,7 @@ def prefetch(a: torch.Tensor, m: torch.Tensor) -> bool:
     launchers = {"mask_count_kernel": (_launcher("mask_count_kernel", rows, 1, None, True),
                                        [torch.bool, torch.int32, 1, rows]),
                  "mask_gather_kernel": (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
-                                        [torch.bool, a.dtype, a.dtype, columns, rows])}
+                                        [torch.bool, a.dtype, a.dtype, 2, columns, rows])}
     module = types.SimpleNamespace(**{name: launcher for name, (launcher, _) in launchers.items()})
     device = a.device.index if a.device.index is not None else torch.cuda.current_device()
     async_compile.precompile(module, {name: sig for name, (_, sig) in launchers.items()}, wait=False, device=device)

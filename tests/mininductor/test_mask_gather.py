@@ -129,9 +129,14 @@ def test_the_mask_gather_leaves_gradients_layouts_and_switches_to_eagers_ops(mon
 
 
 @pytest.mark.usefixtures("gather_here", "fresh_minicompile")
-def test_the_tutorial_moe_under_no_grad_counts_once_per_expert_without_nonzero(monkeypatch):
-    counts = []
+def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypatch):
+    """[Note: equality masks counted once]: each expert's mask is ``flat_indices == expert_idx``; the first expert's
+    stretch counts its mask, the second makes a table of ``flat_indices`` (one ``unique``), and every later one
+    reads its count there.  No ``nonzero``, one count per forward, eager's outputs."""
+    counts, tables = [], []
     monkeypatch.setattr(mask_gather, "count", lambda m, count=mask_gather.count: counts.append(count(m)) or counts[-1])
+    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m, f=native_stretch.equality_count:
+                        tables.append(f(t, k, m)) or tables[-1])
     torch.manual_seed(0)
     model = make_moe("tutorial", "small", seed=0).to(DEVICE).eval()
     compiled = minidynamo.minicompile(model)
@@ -144,11 +149,88 @@ def test_the_tutorial_moe_under_no_grad_counts_once_per_expert_without_nonzero(m
                 got, aux = compiled(x)
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
         assert aux == 0.0
-        assert counter.nonzero == 0 and len(counts) == model.num_experts  # one count per expert, no index
-        assert sum(counts) == x.shape[0] * model.top_k  # every assignment, before the capacity cut
+        assert counter.nonzero == 0 and len(counts) == 1  # the first expert's count alone
+        assert tables[0] is None and None not in tables[1:] and len(tables) == model.num_experts
+        flat = torch.topk(torch.softmax(model.gate(x), -1), model.top_k, -1).indices.view(-1)
+        assert counts + tables[1:] == [int((flat == e).sum()) for e in range(model.num_experts)]
         counts.clear()
+        tables.clear()
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
     assert minidynamo.counters["stats"]["unique_graphs"] == 7  # as without the gather (test_moe_modes.py)
+
+
+def _groups(t, a, b, poke):
+    out = []
+    for k in range(4):
+        m = t == k
+        rows = a[m]  # breaks: its mask is t == k ...
+        weights = b[m]  # ... and this subscript runs natively with it ([Note: native stretch])
+        out.append(rows.sum(0) * (k + 1) + weights.sum())
+        poke(t)  # user code between two iterations
+    return out
+
+
+@minidynamo.disable
+def _write_through_data(t):
+    t.data.add_(1)  # a write PyTorch does not count: t._version stays as it was
+
+
+@minidynamo.disable
+def _nothing(t):
+    pass
+
+
+@pytest.mark.usefixtures("gather_here", "fresh_minicompile")
+@pytest.mark.parametrize("poke, in_place, answered", [
+    (None, False, 3),  # the first iteration counts; the second makes the table, and it and the rest read it
+    (_nothing, False, 0),  # a break between two stretches: user code ran, so no table is trusted
+    (_write_through_data, False, 0),  # ... which matters: its write leaves the version as it was
+    (None, True, 0),  # t.add_(1) in the graph: a new version at every stretch
+])
+def test_a_table_of_counts_is_read_only_straight_after_a_stretch_on_the_same_unchanged_tensor(poke, in_place,
+                                                                                             answered, monkeypatch):
+    tables = []
+    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m, f=native_stretch.equality_count:
+                        tables.append(f(t, k, m)) or tables[-1])
+
+    def bump(t):
+        if in_place:
+            t.add_(1)
+    step = poke or bump
+    fn = lambda t, a, b: _groups(t, a, b, step)
+    t = torch.tensor([0, 1, 1, 3, 2, 0, 1, 1, 0, 3, 3, 1], device=DEVICE)
+    a, b = torch.randn(12, 3, device=DEVICE), torch.randn(12, device=DEVICE)
+    with torch.no_grad():
+        expected = fn(t.clone(), a, b)
+        got = minidynamo.minicompile(fn)(t, a, b)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e)
+    assert len(tables) == 4 and sum(n is not None for n in tables) == answered, (tables, minidynamo.counters)
+    assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+
+
+def test_equality_count_answers_only_for_an_integer_tensor_the_mask_compares_elementwise(monkeypatch):
+    t = torch.tensor([5, -2, 5, 7, 5], device=DEVICE)
+
+    def ask(t, k, m):
+        native_stretch.equality_counts.hops = 1  # straight after a stretch
+        return native_stretch.equality_count(t, k, m)
+    assert ask(t, 5, t == 5) is None  # the first sight of t: the caller counts
+    assert [ask(t, k, t == k) for k in (5, -2, 9)] == [3, 1, 0]  # the table, made at the second
+    assert ask(t.clone(), 5, t == 5) is None  # another tensor: seen for the first time
+    assert ask(t[:3], 5, t == 5) is None and ask(t.float(), 5, t == 5) is None  # another shape; not an integer dtype
+    small = torch.tensor([44, 1], dtype=torch.int8, device=DEVICE)
+    assert ask(small, 300, small == 300) is None  # 300 wraps to 44 in int8: no table could say so
+    monkeypatch.setattr(minidynamo.config, "equality_counts", False)  # MINICOMPILE_EQUALITY_COUNTS=0
+    assert ask(t, 5, t == 5) is None and ask(t, 5, t == 5) is None
+    native_stretch.equality_counts.hops = 2
+
+
+def test_the_gather_writes_no_row_beyond_the_count_it_is_given():
+    a = torch.arange(24.0, device=DEVICE).view(8, 3)
+    m = torch.tensor([True, False, True, True, False, True, True, False], device=DEVICE)
+    got = mask_gather.mask_gather(a, m, 2)  # five rows are kept: only the first two fit
+    assert got.shape == (2, 3) and torch.equal(got, a[m][:2])
 
 
 @pytest.mark.usefixtures("gather_here")
@@ -200,8 +282,8 @@ def test_prefetch_starts_the_kernels_a_cuda_mask_subscript_will_launch(monkeypat
     (module, sigs, wait, device), (_, int_sigs, _, _) = calls
     assert not wait and device == 0
     assert sigs == {"mask_count_kernel": [torch.bool, torch.int32, 1, 128],
-                    "mask_gather_kernel": [torch.bool, torch.float32, torch.float32, 4, 128]}
-    assert int_sigs["mask_gather_kernel"] == [torch.bool, torch.int64, torch.int64, 1, 128]
+                    "mask_gather_kernel": [torch.bool, torch.float32, torch.float32, 2, 4, 128]}
+    assert int_sigs["mask_gather_kernel"] == [torch.bool, torch.int64, torch.int64, 2, 1, 128]
     assert module.mask_count_kernel is mask_gather._launcher("mask_count_kernel", 128, 1, None, True)
     assert module.mask_gather_kernel is mask_gather._launcher("mask_gather_kernel", 128, 4, torch.float32, True)
     assert not mask_gather.prefetch(on_cpu, m) and not mask_gather.prefetch(a, a) and \
