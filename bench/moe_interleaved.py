@@ -3,7 +3,7 @@
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--no-torch-compile] [--reduce-overhead]
                                     [--batch N]
                                     [--launcher-ab | --generated-launch-ab | --mask-gather-ab | --unfused-addmm-ab |
-                                     --skinny-mm-ab | --fuse-scatters-ab | --equality-counts-ab]
+                                     --skinny-mm-ab | --fuse-scatters-ab | --equality-counts-ab | --pair-ab]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
 hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
@@ -21,7 +21,9 @@ added by its consumer] in mininductor/extern_lowering.py; a config knob, so its 
 ``--fuse-scatters-ab`` likewise with each ``index_add_`` a kernel of its own ([Note: a scatter ends its producer's
 kernel] in mininductor/scheduler.py); ``--equality-counts-ab`` the same compiled model with each expert's mask
 counted on its own, not read from one table of ``flat_indices``'s values ([Note: equality masks counted once] in
-minidynamo/native_stretch.py; under ``no_grad`` only, so only the forward differs).
+minidynamo/native_stretch.py; under ``no_grad`` only, so only the forward differs); ``--pair-ab`` the same compiled
+model with an expert's two mask subscripts gathered by a launch each, not both in one ([Note: both subscripts in
+one launch]; ``mask_gather.pairs`` refused for the second; forward only too).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -41,7 +43,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import minidynamo
 from minidynamo.examples.moe import make_moe, make_moe_input
-from mininductor import config, runtime
+from mininductor import config, mask_gather, runtime
 
 
 def use_launchers(static: bool, generated: bool = True) -> None:
@@ -107,6 +109,7 @@ def main() -> None:
     ab.add_argument("--skinny-mm-ab", action="store_true")
     ab.add_argument("--fuse-scatters-ab", action="store_true")
     ab.add_argument("--equality-counts-ab", action="store_true")
+    ab.add_argument("--pair-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -140,6 +143,11 @@ def main() -> None:
         models["minicompile, every mask counted"] = models["minicompile"]
         before["minicompile"] = lambda: setattr(minidynamo.config, "equality_counts", True)
         before["minicompile, every mask counted"] = lambda: setattr(minidynamo.config, "equality_counts", False)
+    if args.pair_ab:  # the same compiled model, each mask subscript gathered by a launch of its own
+        pairs = mask_gather.pairs
+        models["minicompile, subscripts apart"] = models["minicompile"]
+        before["minicompile"] = lambda: setattr(mask_gather, "pairs", pairs)
+        before["minicompile, subscripts apart"] = lambda: setattr(mask_gather, "pairs", lambda a, b, m: False)
     if args.unfused_addmm_ab:  # another compile of the model, whose addmm stays one extern call
         models["minicompile, addmm kept"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "unfused_addmm", "gpu")

@@ -53,6 +53,7 @@ from .native_stretch import (
     emit_native_stretch,
     equality_mask,
     native_stretch,
+    paired_subscript,
     prefetch_mask_kernels,
     stack_effect,
 )
@@ -474,9 +475,11 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
     the native stretch that follows it ([Note: native stretch]).  The stretch is native code too: when ``with``
     exits are handed on, it runs inside the exit guard's try block, so an exception in it runs them."""
     stretch = native_stretch(tx, live)
+    paired = paired_subscript(tx, stretch) if stretch is not None and inst.opname == "BINARY_SUBSCR" else None
     if stretch is not None:  # both subscripts' kernels start compiling now: [Note: prefetched mask kernels]
         breaking = tuple(tx.stack[-2:]) if inst.opname == "BINARY_SUBSCR" and len(tx.stack) >= 2 else (None, None)
-        prefetch_mask_kernels([breaking, stretch.subscript])
+        prefetch_mask_kernels([(*breaking, stretch.subscript[0])] if paired is not None else
+                              [breaking, stretch.subscript])
     after = virtual_after(inst, virtual)
     pushed = 0
 
@@ -487,7 +490,8 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
         if stretch is not None and inst.opname == "BINARY_SUBSCR":
             # its nonzero is shared with the stretch's ([Note: shared nonzero]); its count may come from a table
             # ([Note: equality masks counted once])
-            emit_mask_subscript(cg, equality_mask(tx, tx.stack[-1], live))
+            # and both subscripts may be gathered in one launch ([Note: both subscripts in one launch])
+            emit_mask_subscript(cg, equality_mask(tx, tx.stack[-1], live), paired)
         else:
             cg.append(copy_instruction(tx.output.f_code, inst.offset))
         if stretch is not None:

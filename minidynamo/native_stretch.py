@@ -60,10 +60,11 @@ class NativeStretch:
     they stand for."""
 
     def __init__(self, instructions: list, resume_offset: int, read: set[str], stored: set[str],
-                 error: Unsupported, subscript: tuple = (None, None)) -> None:
+                 error: Unsupported, subscript: tuple = (None, None), subscripted: str | None = None) -> None:
         self.instructions, self.resume_offset = instructions, resume_offset
         self.read, self.stored, self.error = read, stored, error
         self.subscript = subscript  # the variables of its mask subscript's tensor and mask, where known
+        self.subscripted = subscripted  # the live local that subscript's tensor was read from, if it was
 
 
 def native_stretch(tx, live: list[str]) -> NativeStretch | None:
@@ -72,50 +73,64 @@ def native_stretch(tx, live: list[str]) -> NativeStretch | None:
     code = tx.output.f_code
     cells = set(code.co_cellvars) | set(code.co_freevars)
     stack: list = [None]  # the breaking instruction's result: a real value we know nothing about
+    origin: list = [None]  # per stack slot, the live local it was read from (None: made here, or a constant)
     stored: dict[str, object] = {}
     read: set[str] = set()
     for j in range(tx.ip, min(tx.ip + MAX_INSTRUCTIONS, len(tx.instructions) - 1)):
         ins = tx.instructions[j]
         if ins.opname == "STORE_FAST" and stack and ins.argval not in cells:
             stored[ins.argval] = stack.pop()
+            origin.pop()
         elif ins.opname in _LOADS and ins.argval in stored:
             stack.append(stored[ins.argval])
+            origin.append(None)
         elif ins.opname in _LOADS and ins.argval in live and ins.argval not in cells:
             read.add(ins.argval)
             stack.append(tx.symbolic_locals.get(ins.argval))
+            origin.append(ins.argval)
         elif ins.opname == "LOAD_CONST":
             stack.append(None)
+            origin.append(None)
         elif ins.opname == "BINARY_SUBSCR" and len(stack) >= 2 and _tensor_dtype(stack[-2]) is not None and \
                 _tensor_dtype(stack[-1]) == torch.bool:
             error = Unsupported("data-dependent output shape: `getitem` returns a shape that depends on tensor values",
                                 "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead "
                                 "of boolean indexing / nonzero", [_frame_summary(code, ins, tx.lineno)])
             return NativeStretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error,
-                                 (stack[-2], stack[-1]))
+                                 (stack[-2], stack[-1]), origin[-2])
         else:
             return None
     return None
 
 
-def emit_mask_subscript(cg: PyCodegen, equality: tuple[str, str | int] | None = None) -> None:
-    """In place of ``BINARY_SUBSCR`` (stack: ``a, m`` -> ``a[m]``): call ``mask_subscript(a, m)``, or, where the
-    mask is ``t == k`` (``equality``: the live local holding ``t``, and ``k``'s live local or its value),
-    ``mask_subscript(a, m, t, k)`` ([Note: equality masks counted once])."""
+def emit_mask_subscript(cg: PyCodegen, equality: tuple[str, str | int] | None = None,
+                        paired: str | None = None) -> None:
+    """In place of ``BINARY_SUBSCR`` (stack: ``a, m`` -> ``a[m]``): call ``mask_subscript(a, m)``; where the mask
+    is ``t == k`` (``equality``: the live local holding ``t``, and ``k``'s live local or its value),
+    ``mask_subscript(a, m, t, k)`` ([Note: equality masks counted once]); where the stretch's subscript takes
+    the live local ``paired`` by the same mask, that tensor too, last ([Note: both subscripts in one launch])."""
     cg.store_local("___mask_m")
     cg.store_local("___mask_a")
     cg.load_const_object(mask_subscript, push_null=True)
     cg.load_local("___mask_a")
     cg.load_local("___mask_m")
-    if equality is None:
+    if equality is None and paired is None:
         cg.call(2)
         return
-    t, k = equality
-    cg.load_local(f"___live_{t}")
-    if type(k) is str:
-        cg.load_local(f"___live_{k}")
-    else:
-        cg.load_const(k)
-    cg.call(4)
+    t, k = equality if equality is not None else (None, None)
+    for value in (t, k, paired):
+        if value is None or type(value) is int:
+            cg.load_const(value)
+        else:
+            cg.load_local(f"___live_{value}")
+    cg.call(5)
+
+
+def paired_subscript(tx, stretch: NativeStretch) -> str | None:
+    """The live local the stretch's subscript takes, when its mask is the breaking subscript's own (the same
+    variable, so the same tensor): the two can be gathered in one launch ([Note: both subscripts in one launch])."""
+    mask = tx.stack[-1] if tx.stack else None
+    return stretch.subscripted if mask is not None and stretch.subscript[1] is mask else None
 
 
 def equality_mask(tx, mask, live: list[str]) -> tuple[str, str | int] | None:
@@ -153,10 +168,10 @@ def _tracked(tx, name: str):
 _last = threading.local()  # .mask: (weakref to the last mask, its _version, its true count, its nonzero indices)
 
 
-def mask_subscript(a, m, t=None, k=None):
+def mask_subscript(a, m, t=None, k=None, b=None):
     """``a[m]``, sharing ``m``'s count or nonzero indices with the previous call on the same unchanged mask
     ([Note: shared nonzero]); ``t, k``: the translator saw ``m`` made as ``t == k`` ([Note: equality masks counted
-    once]).
+    once]); ``b``: the next subscript will be ``b[m]`` ([Note: both subscripts in one launch]).
 
     With a 1-D mask, ``a[m]`` takes ``a``'s rows at ``m.nonzero()``.  On a contiguous ``a`` that is
     ``a.index_select(0, rows)``: the same values, dtype and (contiguous) layout, through a simpler op than
@@ -181,10 +196,18 @@ def mask_subscript(a, m, t=None, k=None):
             a.is_contiguous():
         gather = _mask_gather()
         if gather is not None and gather.supports(a, m):
+            pending, _last.pending = getattr(_last, "pending", None), None
             if last is None:
                 n = equality_count(t, k, m) if t is not None else None
                 last = _last.mask = (weakref.ref(m), m._version, gather.count(m) if n is None else n, None)
-            return gather.mask_gather(a, m, last[2] if last[2] is not None else len(last[3]))
+            elif pending is not None and pending[0]() is a and pending[1] == a._version and pending[2]() is m:
+                return pending[3]  # gathered with the previous subscript
+            n = last[2] if last[2] is not None else len(last[3])
+            if b is not None and gather.pairs(a, b, m):
+                out, other = gather.mask_gather_pair(a, b, m, n)
+                _last.pending = (weakref.ref(b), b._version, weakref.ref(m), other)  # for the next subscript
+                return out
+            return gather.mask_gather(a, m, n)
     if last is not None and last[3] is not None:
         index = last[3]
     else:
@@ -194,6 +217,20 @@ def mask_subscript(a, m, t=None, k=None):
             a.requires_grad and torch.is_grad_enabled() and torch.are_deterministic_algorithms_enabled()):
         return a.index_select(0, index)
     return a[index]
+
+
+# [Note: both subscripts in one launch]  The stretch's two subscripts take the same mask (``sample_indices[mask]``,
+# ``flat_probs[mask]``); with the mask's count known, each was an allocation and a launch of the gather kernel,
+# with the Python around them.  The translator sees both at the break (``paired_subscript``: the stretch's
+# subscript reads a live local, by the very variable the breaking subscript's mask is) and hands that second
+# tensor to the first call, which gathers both in one launch (``mask_gather_pair``) and keeps the second result
+# for the call that follows.  That call takes it only if it subscripts the same tensor, unchanged (its
+# ``_version``), by the same unchanged mask; otherwise it gathers as before and the kept result is dropped.
+# Between the two calls the stretch only moves locals, so the result is always taken; the check is what keeps it
+# right whatever runs in between.  Both results are new contiguous tensors, as eager's.  A pair that also counted
+# the mask in its launch (cutting its outputs with ``resize_``) was tried in the thirty-fourth session and gained
+# nothing measurable while every expert still waited for its count; docs/benchmarks.md, thirty-fifth session,
+# has this one's numbers.
 
 
 # [Note: equality masks counted once]  The tutorial MoE's loop makes each expert's mask as ``flat_indices ==
@@ -299,8 +336,8 @@ def stack_effect(inst) -> int:
 
 
 def prefetch_mask_kernels(subscripts: list[tuple]) -> None:
-    """Let mininductor start compiling the mask-gather kernels that these mask subscripts (pairs of variables:
-    tensor, mask) will launch at run time ([Note: prefetched mask kernels] in mininductor/mask_gather.py).  Only a
+    """Let mininductor start compiling the mask-gather kernels that these mask subscripts (variables: tensor, mask,
+    and the tensor gathered with it in one launch, if any) will launch at run time ([Note: prefetched mask kernels] in mininductor/mask_gather.py).  Only a
     head start: where ``mask_subscript`` will not gather (grad mode, no mininductor) nothing starts, and anything
     that goes wrong is left to the launch."""
     if not config.mask_gather or torch.is_grad_enabled():
@@ -308,11 +345,11 @@ def prefetch_mask_kernels(subscripts: list[tuple]) -> None:
     gather = _mask_gather()
     if gather is None:
         return
-    for a, m in subscripts:
-        a, m = _example_value(a), _example_value(m)
+    for a, m, *pair in subscripts:
+        a, m, b = _example_value(a), _example_value(m), _example_value(pair[0]) if pair else None
         if isinstance(a, torch.Tensor) and isinstance(m, torch.Tensor):
             with contextlib.suppress(Exception):  # a head start only: the launch compiles what it needs
-                gather.prefetch(a, m)
+                gather.prefetch(a, m, b if isinstance(b, torch.Tensor) else None)
 
 
 def _example_value(v):

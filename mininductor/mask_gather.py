@@ -70,6 +70,22 @@ def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK:
     where = (keep & (row < nrows))[:, None] & (xindex < xnumel)
     value = tl.load(in_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
     tl.store(out_ptr + (row[:, None] * xnumel + xindex), value, mask=where)
+
+
+@triton.jit(do_not_specialize=["nrows"])
+def mask_gather_pair_kernel(mask_ptr, in0_ptr, out0_ptr, in1_ptr, out1_ptr, nrows, xnumel, rnumel,
+                            XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    # mask_gather_kernel for two tensors of as many columns, subscripted by the same mask: one launch
+    rindex = tl.arange(0, RBLOCK)
+    keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
+    count = keep.to(tl.int32)
+    row = tl.cumsum(count, 0) - count
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
+    where = (keep & (row < nrows))[:, None] & (xindex < xnumel)
+    value0 = tl.load(in0_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
+    tl.store(out0_ptr + (row[:, None] * xnumel + xindex), value0, mask=where)
+    value1 = tl.load(in1_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
+    tl.store(out1_ptr + (row[:, None] * xnumel + xindex), value1, mask=where)
 """
 
 _launchers: dict[tuple, KernelLauncher] = {}
@@ -101,9 +117,29 @@ def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int) -> torch.Tensor:
     return out
 
 
-def prefetch(a: torch.Tensor, m: torch.Tensor) -> bool:
-    """Start compiling the kernels that ``count(m)`` and ``mask_gather(a, m, n)`` will launch, on mininductor's
-    compile pool, and return at once (True if it started).  ``a`` and ``m`` are the translator's example values
+def mask_gather_pair(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a[m], b[m])`` where ``m`` has ``n`` true elements, in one launch; ``a`` and ``b`` have as many elements per
+    row (``pairs``), and ``supports`` takes each ([Note: both subscripts in one launch] in
+    minidynamo/native_stretch.py)."""
+    out_a, out_b = _empty((n, *a.shape[1:]), a.dtype, a), _empty((n, *b.shape[1:]), b.dtype, b)
+    if n:
+        rows = m.numel()
+        columns = a.numel() // rows
+        _launcher("mask_gather_pair_kernel", rows, columns, (a.dtype, b.dtype), a.is_cuda).run(
+            m, a, out_a, b, out_b, n, columns, rows)
+    return out_a, out_b
+
+
+def pairs(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> bool:
+    """Can ``mask_gather_pair`` take ``a[m]`` and ``b[m]`` together?  (``a[m]`` alone is ``supports``'s.)"""
+    return type(b) is torch.Tensor and b.dim() >= 1 and b.shape[0] == m.shape[0] and b.is_contiguous() and \
+        b.device == a.device and b.numel() == a.numel() and supports(b, m)
+
+
+def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None) -> bool:
+    """Start compiling the kernels that ``count(m)`` and ``mask_gather(a, m, n)`` -- or, given ``b``,
+    ``mask_gather_pair(a, b, m, n)`` -- will launch, on mininductor's compile pool, and return at once (True if it
+    started).  ``a`` and ``m`` are the translator's example values
     (fake tensors: only dtype, shape and device are read, and only concrete sizes -- reading a symbolic one
     would guard on it).
 
@@ -124,9 +160,19 @@ def prefetch(a: torch.Tensor, m: torch.Tensor) -> bool:
     rows = m.shape[0]
     columns = a.numel() // rows
     launchers = {"mask_count_kernel": (_launcher("mask_count_kernel", rows, 1, None, True),
-                                       [torch.bool, torch.int32, 1, rows]),
-                 "mask_gather_kernel": (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
-                                        [torch.bool, a.dtype, a.dtype, 2, columns, rows])}
+                                       [torch.bool, torch.int32, 1, rows])}
+    if b is None:
+        launchers["mask_gather_kernel"] = (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
+                                           [torch.bool, a.dtype, a.dtype, 2, columns, rows])
+    elif b.shape[:1] == a.shape[:1] and all(isinstance(n, int) for n in b.shape) and b.numel() == a.numel() and \
+            b.is_contiguous() and supports(b, m):
+        launchers["mask_gather_pair_kernel"] = (
+            _launcher("mask_gather_pair_kernel", rows, columns, (a.dtype, b.dtype), True),
+            [torch.bool, a.dtype, a.dtype, b.dtype, b.dtype, 2, columns, rows])
+    else:  # the two will not pair (mask_subscript asks ``pairs``): each subscript's own kernel
+        launchers["mask_gather_kernel"] = (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
+                                           [torch.bool, a.dtype, a.dtype, 2, columns, rows])
+        prefetch(b, m)
     module = types.SimpleNamespace(**{name: launcher for name, (launcher, _) in launchers.items()})
     device = a.device.index if a.device.index is not None else torch.cuda.current_device()
     async_compile.precompile(module, {name: sig for name, (_, sig) in launchers.items()}, wait=False, device=device)

@@ -238,14 +238,15 @@ def test_an_error_in_a_stretch_inside_a_with_region_runs_the_exit_as_eager():
 @pytest.mark.parametrize("grad", [False, True])
 def test_a_stretch_prefetches_its_subscripts_kernels_when_it_will_gather(monkeypatch, grad):
     """[Note: prefetched mask kernels] (mininductor/mask_gather.py): when the translator emits a stretch it hands
-    both subscripts' tensor and mask -- the breaking one and the stretch's own -- to mininductor's ``prefetch``
+    both subscripts' tensors and their mask -- the breaking one's and the stretch's own -- to mininductor's ``prefetch``
     (once per translation, not per run), under ``no_grad`` only, where ``mask_subscript`` would gather.  Values,
     frames and breaks are unchanged."""
     from minidynamo import native_stretch
     seen = []
     stand_in = type("Gather", (), {
         "supports": staticmethod(lambda a, m: False),  # the runtime keeps eager's ops on this CPU
-        "prefetch": staticmethod(lambda a, m: seen.append((a.dtype, tuple(a.shape), m.dtype, tuple(m.shape))))})
+        "prefetch": staticmethod(lambda a, m, b=None: seen.append(
+            (a.dtype, tuple(a.shape), m.dtype, tuple(m.shape), b if b is None else (b.dtype, tuple(b.shape)))))})
     monkeypatch.setattr(native_stretch, "_mask_gather", lambda: stand_in)
     monkeypatch.setattr(minidynamo.config, "mask_gather", True)
 
@@ -266,7 +267,9 @@ def test_a_stretch_prefetches_its_subscripts_kernels_when_it_will_gather(monkeyp
         for _ in range(2):
             assert torch.equal(compiled(x, idx, w), f(x, idx, w))
     assert cnt.frame_count == 4 and sum(minidynamo.counters["graph_break"].values()) == 6
-    per_translation = [(torch.float32, (10, 2), torch.bool, (10,)), (torch.int64, (10,), torch.bool, (10,))]
+    # one call: the two subscripts take the same mask, so they may be gathered in one launch ([Note: both
+    # subscripts in one launch]); whether x's rows of 2 and w's of 1 pair is mininductor's to say
+    per_translation = [(torch.float32, (10, 2), torch.bool, (10,), (torch.int64, (10,)))]
     # translations that emit a stretch: f, and the loop's resume function for i == 1 and 2 (the third entry of
     # the resume function, for the exhausted iterator, has none)
     assert seen == ([] if grad else per_translation * 3)

@@ -133,8 +133,13 @@ def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypa
     """[Note: equality masks counted once]: each expert's mask is ``flat_indices == expert_idx``; the first expert's
     stretch counts its mask, the second makes a table of ``flat_indices`` (one ``unique``), and every later one
     reads its count there.  No ``nonzero``, one count per forward, eager's outputs."""
-    counts, tables = [], []
+    counts, tables, launches = [], [], []
     monkeypatch.setattr(mask_gather, "count", lambda m, count=mask_gather.count: counts.append(count(m)) or counts[-1])
+    def spy(name: str):
+        f = getattr(mask_gather, name)
+        return lambda *args: launches.append(name) or f(*args)
+    for name in ("mask_gather", "mask_gather_pair"):  # [Note: both subscripts in one launch]
+        monkeypatch.setattr(mask_gather, name, spy(name))
     monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m, f=native_stretch.equality_count:
                         tables.append(f(t, k, m)) or tables[-1])
     torch.manual_seed(0)
@@ -153,8 +158,10 @@ def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypa
         assert tables[0] is None and None not in tables[1:] and len(tables) == model.num_experts
         flat = torch.topk(torch.softmax(model.gate(x), -1), model.top_k, -1).indices.view(-1)
         assert counts + tables[1:] == [int((flat == e).sum()) for e in range(model.num_experts)]
+        assert launches == ["mask_gather_pair"] * model.num_experts  # both subscripts of an expert in one launch
         counts.clear()
         tables.clear()
+        launches.clear()
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
     assert minidynamo.counters["stats"]["unique_graphs"] == 7  # as without the gather (test_moe_modes.py)
 
@@ -226,6 +233,36 @@ def test_equality_count_answers_only_for_an_integer_tensor_the_mask_compares_ele
     native_stretch.equality_counts.hops = 2
 
 
+@pytest.mark.usefixtures("gather_here")
+def test_two_subscripts_by_one_mask_are_gathered_in_one_launch_and_the_second_is_handed_on(monkeypatch):
+    """[Note: both subscripts in one launch]: ``mask_subscript(a, m, b=b)`` gathers ``b[m]`` too; the next call
+    takes it only for the same unchanged ``b`` and mask."""
+    pairs = []
+    monkeypatch.setattr(mask_gather, "mask_gather_pair", lambda *args, f=mask_gather.mask_gather_pair:
+                        pairs.append(args[:2]) or f(*args))
+    a, b = torch.randn(9, 2, device=DEVICE), torch.randint(0, 50, (9, 2), device=DEVICE)
+    m = torch.tensor([True, False, True, True, False, True, False, False, True], device=DEVICE)
+    with torch.no_grad():
+        got_a = mask_subscript(a, m, None, None, b)
+        handed = native_stretch._last.pending[3]
+        got_b = mask_subscript(b, m)
+        assert got_b is handed and len(pairs) == 1
+        _same(got_a, a[m])
+        _same(got_b, b[m])
+        mask_subscript(a, m, None, None, b)
+        b.add_(1)  # written in between: a new version, gathered again
+        _same(mask_subscript(b, m), b[m])
+        mask_subscript(a, m, None, None, b)
+        _same(mask_subscript(b.clone(), m), b[m])  # another tensor
+        other = m.clone()
+        mask_subscript(a, m, None, None, b)
+        _same(mask_subscript(b, other), b[other])  # another mask
+        assert len(pairs) == 4
+        for c in (b[:, :1].contiguous(), b.t().contiguous().t(), b[:4]):  # other columns, not contiguous, rows
+            _same(mask_subscript(a, m, None, None, c), a[m])  # the first subscript alone
+        assert len(pairs) == 4
+
+
 def test_the_gather_writes_no_row_beyond_the_count_it_is_given():
     a = torch.arange(24.0, device=DEVICE).view(8, 3)
     m = torch.tensor([True, False, True, True, False, True, True, False], device=DEVICE)
@@ -253,8 +290,13 @@ def test_random_masks_views_and_dtypes_subscript_as_eager(seed):
         with torch.no_grad():
             got, expected = mask_subscript(a, m), a[m]
             again = mask_subscript(a.clone(), m)  # the same mask again: its count (or indices) reused
+            other = (torch.randn(a.shape, generator=gen) * 9).to(dtypes[int(torch.randint(6, (), generator=gen))])
+            first = mask_subscript(a, m.clone(), None, None, other.to(DEVICE))  # maybe both in one launch
+            second = mask_subscript(other.to(DEVICE), m)
         _same(got, expected)
         _same(again, expected)
+        _same(first, expected)
+        _same(second, other.to(DEVICE)[m])
 
 
 def test_prefetch_starts_the_kernels_a_cuda_mask_subscript_will_launch(monkeypatch):
@@ -292,6 +334,13 @@ def test_prefetch_starts_the_kernels_a_cuda_mask_subscript_will_launch(monkeypat
     with FakeTensorMode(shape_env=env):
         symbolic = torch.empty(env.create_unbacked_symint(), 4, device="cuda")
     assert not mask_gather.prefetch(symbolic, m) and not env.guards  # not read, so not guarded on
+    with FakeTensorMode():
+        probs = torch.empty(128, device="cuda")
+    assert mask_gather.prefetch(ints, m, probs)  # two subscripts by one mask: the pair's kernel
+    assert calls[-1][1]["mask_gather_pair_kernel"] == [torch.bool, torch.int64, torch.int64, torch.float32,
+                                                       torch.float32, 2, 1, 128]
+    assert mask_gather.prefetch(a, m, probs)  # 4 columns and 1 do not pair: each subscript's own kernel
+    assert sorted(c[1]["mask_gather_kernel"][3:] for c in calls[-2:]) == [[2, 1, 128], [2, 4, 128]]
     monkeypatch.setattr(async_compile, "compile_threads", lambda: 1)
     assert not mask_gather.prefetch(a, m)
-    assert len(calls) == 2
+    assert len(calls) == 5
