@@ -117,7 +117,30 @@ with torch.no_grad():
 native_stretch.GATHER_ON_CPU = False
 print("count:", n, " gathered:", expert_samples.tolist(), " eager:", sample_indices[expert_mask].tolist())
 kernel = mask_gather.KERNEL_SOURCE
-print(kernel[kernel.rindex("@triton.jit"):])                # the gather (the count kernel is above it)"""),
+print(kernel[kernel.index("def mask_gather_kernel"):kernel.index("@triton.jit", kernel.index("def mask_gather_kernel"))])
+"""),
+        md("""
+That count was still a wait for the GPU per expert. But every expert's mask is `flat_indices == expert_idx`, so
+all of the loop's counts are one table of `flat_indices`'s values. The translator passes `t` and `k` of a mask
+`t == k` along to `mask_subscript`; the first expert's stretch counts its mask, the second makes the table (one
+`torch.unique`) because `flat_indices` is the same tensor, unchanged (its `_version`), and no user code ran in
+between (the trampoline counts its hops), and every later expert reads its count there ([Note: equality masks
+counted once] in `minidynamo/native_stretch.py`). The two subscripts of an expert are also gathered in one launch
+([Note: both subscripts in one launch]). Watched on the eval forward (the `eager` backend: the graphs do not matter
+here, the stretches do):"""),
+        code("""
+answers = []
+count_from_table = native_stretch.equality_count
+def watched(t, k, m):
+    n = count_from_table(t, k, m)
+    answers.append(f"expert {k}: " + ("counted" if n is None else f"{n} from the table"))
+    return n
+native_stretch.equality_count, native_stretch.GATHER_ON_CPU = watched, True
+evaluated = minicompile(make_moe("tutorial", "small").eval(), backend="eager")
+with torch.no_grad():
+    evaluated(x)
+native_stretch.equality_count, native_stretch.GATHER_ON_CPU = count_from_table, False
+print("\\n".join(answers))"""),
         md("""
 And each expert's `Linear` feeds only pointwise ops (the GELU; the multiply by the routing weight), so on a GPU its
 `addmm` lowers as `mm` with the bias added by the next kernel, as Inductor's `unfuse_bias_add_to_pointwise` does
