@@ -4,8 +4,10 @@
 
 The tutorial MoE's loop runs, per expert, a frame (its guard check), a compiled graph, and a boolean-mask
 subscript natively (one ``nonzero``, which waits for the GPU, and two ``index_select``s: [Note: shared nonzero]
-in minidynamo/native_stretch.py; under ``no_grad`` one mask count, which waits, and two mask gathers instead:
-[Note: mask gather] in mininductor/mask_gather.py). Its kernels are tiny, so its time is host time. This wraps each of those
+in minidynamo/native_stretch.py; under ``no_grad`` a mask count, which waits, and two mask gathers instead:
+[Note: mask gather] in mininductor/mask_gather.py -- since the thirty-fifth session the counts of all but the first
+expert come from one table, [Note: equality masks counted once], and both gathers are one launch, [Note: both
+subscripts in one launch]). Its kernels are tiny, so its time is host time. This wraps each of those
 layers in a ``perf_counter`` and prints, per forward (or train step with ``--train``): the time spent inside it,
 its calls, and the time per call. The outermost call of a layer is timed, so nested layers are parts of the
 one above (a ``CudaGraphRunner`` is part of its ``CompiledGraph``, a replay part of its runner). Timing
@@ -34,6 +36,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import minidynamo
+from minidynamo import native_stretch
 from minidynamo.cache_entry import CacheEntries
 from minidynamo.examples.moe import make_moe, make_moe_input
 from mininductor import cudagraphs, mask_gather, metrics
@@ -152,7 +155,9 @@ def measure(one, per: str, args) -> None:
     layers.wrap(torch.Tensor, "nonzero", "nonzero (waits for the GPU)")
     layers.wrap(torch.Tensor, "index_select", "index_select (mask subscripts)")
     layers.wrap(mask_gather, "count", "mask count (waits for the GPU)")
+    layers.wrap(native_stretch, "equality_count", "mask count from a table")
     layers.wrap(mask_gather, "mask_gather", "mask gather (mask subscripts)")
+    layers.wrap(mask_gather, "mask_gather_pair", "mask gather, two subscripts")
     metrics.cudagraph_input_copies = 0
     gc.collect()
     try:
