@@ -96,6 +96,11 @@ class BaseUserFunctionVariable(VariableTracker):
     def python_type(self):
         return types.FunctionType
 
+    def truth(self, tx) -> bool:
+        """A function or bound method is always true: neither type defines ``__bool__`` or ``__len__``
+        (``step = hook or default``)."""
+        return True
+
 
 class UserFunctionVariable(BaseUserFunctionVariable):
     """A real ``def`` function object (a global, an attribute, a default...)."""

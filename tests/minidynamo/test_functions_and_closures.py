@@ -340,3 +340,32 @@ def test_a_break_that_continues_at_a_cell_check_resumes_at_the_read_it_guards():
     assert expected[0] is UnboundLocalError
     assert _same(outcome(minidynamo.minicompile(_cell_read_in_a_branch_after_a_break), (X + 1, False)), expected)
     assert dict(minidynamo.counters["eager_fallback"]) == {"local variable 't' read while unbound": 1}
+
+
+def _default_step(x):
+    return x * 2
+
+
+@minidynamo.disable
+def _disabled_step(x):
+    return x - 1
+
+
+def _scaled_by(k):
+    return lambda x: x * k
+
+
+@pytest.mark.parametrize("step, graphs, breaks", [(None, 1, 0), (_default_step, 1, 0), (lambda x: x + 5, 1, 0),
+                                                  (_disabled_step, 1, 1), (_scaled_by(4), 1, 0)])
+def test_a_function_is_true_in_an_or_and_an_if(step, graphs, breaks):
+    """``step = hook or default`` and ``if hook:`` on a function, a lambda, a disabled function or a closure:
+    a function object is always true (its type has no ``__bool__`` or ``__len__``).  Refused as "truth value of
+    function", the whole frame ran eagerly (found writing a test of the native stretch).  Calling the disabled one
+    breaks the graph, as always."""
+    def fn(x, hook):
+        chosen = hook or _default_step
+        y = chosen(x)
+        if hook:
+            y = y + 1
+        return y * 3 if not _default_step else y
+    _check(fn, X, step, graphs=graphs, breaks=breaks)
