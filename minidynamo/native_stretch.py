@@ -34,6 +34,7 @@ as each expert's is, the counts of a whole loop come from one table of ``t``'s v
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dis
 import operator
@@ -240,8 +241,8 @@ def mask_subscript(a, m, t=None, k=None, b=None):
 # the host waited for the GPU.  Those 32 counts are one table of ``flat_indices``'s values.  So where the mask of
 # a stretch's breaking subscript is ``t == k`` -- an integer tensor ``t`` that a live local holds, and an int
 # ``k``, a constant or a live local's value (``equality_mask``, at translation) -- the transformed code passes
-# ``t`` and ``k`` on, and ``equality_count`` answers from a table of ``t``'s values and their counts
-# (``torch.unique``: one wait for the whole loop) when the table is known to describe the values the graph compared:
+# ``t`` and ``k`` on, and ``equality_count`` answers from a table of ``t``'s values and their counts (a ``Counter``
+# of ``t.tolist()``: one wait for the whole loop) when the table is known to describe the values the graph compared:
 #
 # * ``t`` is the object the table was made from, with the same ``_version`` and storage.  Every in-place write
 #   PyTorch makes bumps the version -- eager's ops, and our graphs' writes ([Note: input mutations]) -- as
@@ -267,7 +268,7 @@ class _EqualityCounts(threading.local):
     hops = 2  # continuations the trampoline followed since the last counted stretch (2: "not straight after one")
     tensor = None  # a weak reference to the t the table describes
     state = None  # (t._version, t.data_ptr()) when it was first seen
-    table: dict | None = None  # {value: count} of t, made at the second stretch
+    table: collections.Counter | None = None  # {value: count} of t, made at the second stretch
 
 
 equality_counts = _EqualityCounts()
@@ -286,9 +287,8 @@ def equality_count(t, k, m) -> int | None:
     if hops != 1 or counts.tensor is None or counts.tensor() is not t or counts.state != state:
         counts.tensor, counts.state, counts.table = weakref.ref(t), state, None
         return None
-    if counts.table is None:
-        values, numbers = torch.unique(t, return_counts=True)
-        counts.table = dict(zip(*torch.stack((values.to(torch.int64), numbers)).tolist()))
+    if counts.table is None:  # t has at most mask_gather.MAX_MASK elements (m's shape): read once, counted here
+        counts.table = collections.Counter(t.tolist())
     return counts.table.get(k, 0)
 
 

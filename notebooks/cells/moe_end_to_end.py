@@ -122,9 +122,9 @@ print(kernel[kernel.index("def mask_gather_kernel"):kernel.index("@triton.jit", 
         md("""
 That count was still a wait for the GPU per expert. But every expert's mask is `flat_indices == expert_idx`, so
 all of the loop's counts are one table of `flat_indices`'s values. The translator passes `t` and `k` of a mask
-`t == k` along to `mask_subscript`; the first expert's stretch counts its mask, the second makes the table (one
-`torch.unique`) because `flat_indices` is the same tensor, unchanged (its `_version`), and no user code ran in
-between (the trampoline counts its hops), and every later expert reads its count there ([Note: equality masks
+`t == k` along to `mask_subscript`; the first expert's stretch counts its mask, the second makes the table (a
+`Counter` of `flat_indices.tolist()`) because `flat_indices` is the same tensor, unchanged (its `_version`), and no
+user code ran in between (the trampoline counts its hops), and every later expert reads its count there ([Note: equality masks
 counted once] in `minidynamo/native_stretch.py`). The two subscripts of an expert are also gathered in one launch
 ([Note: both subscripts in one launch]). Watched on the eval forward (the `eager` backend: the graphs do not matter
 here, the stretches do):"""),

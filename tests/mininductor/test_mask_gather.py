@@ -131,7 +131,7 @@ def test_the_mask_gather_leaves_gradients_layouts_and_switches_to_eagers_ops(mon
 @pytest.mark.usefixtures("gather_here", "fresh_minicompile")
 def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypatch):
     """[Note: equality masks counted once]: each expert's mask is ``flat_indices == expert_idx``; the first expert's
-    stretch counts its mask, the second makes a table of ``flat_indices`` (one ``unique``), and every later one
+    stretch counts its mask, the second makes a table of ``flat_indices`` (one ``tolist``), and every later one
     reads its count there.  No ``nonzero``, one count per forward, eager's outputs."""
     counts, tables, launches = [], [], []
     monkeypatch.setattr(mask_gather, "count", lambda m, count=mask_gather.count: counts.append(count(m)) or counts[-1])
