@@ -103,6 +103,9 @@ class BuiltinVariable(VariableTracker):
     def describe(self):
         return f"builtin {getattr(self.fn, '__name__', self.fn)}"
 
+    def truth(self, tx) -> bool:
+        return self.truth_of_instance_of(tx, type(self.fn))
+
     def _repr_body(self):
         return getattr(self.fn, "__name__", repr(self.fn))
 

@@ -8,6 +8,7 @@ their closure cells.  Mirrors ``torch/_dynamo/variables/functions.py``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import types
 
@@ -99,7 +100,7 @@ class BaseUserFunctionVariable(VariableTracker):
     def truth(self, tx) -> bool:
         """A function or bound method is always true: neither type defines ``__bool__`` or ``__len__``
         (``step = hook or default``)."""
-        return True
+        return self.truth_of_instance_of(tx, self.python_type())
 
 
 class UserFunctionVariable(BaseUserFunctionVariable):
@@ -277,6 +278,9 @@ class PartialVariable(VariableTracker):
         # the real partial read from the frame, None for one made while tracing: what ``is`` compares
         # (builtin.identity_value), not ``fn``, which two different partials may share
         self.value = value
+
+    def truth(self, tx) -> bool:
+        return self.truth_of_instance_of(tx, type(self.value) if self.value is not None else functools.partial)
 
     def python_type(self):
         import functools

@@ -97,6 +97,9 @@ class TorchVariable(VariableTracker):
     def describe(self):
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
 
+    def truth(self, tx) -> bool:
+        return self.truth_of_instance_of(tx, type(self.fn))
+
     def _repr_body(self):
         return getattr(self.fn, "__qualname__", repr(self.fn))
 

@@ -355,11 +355,14 @@ def _scaled_by(k):
     return lambda x: x * k
 
 
-@pytest.mark.parametrize("step, graphs, breaks", [(None, 1, 0), (_default_step, 1, 0), (lambda x: x + 5, 1, 0),
-                                                  (_disabled_step, 1, 1), (_scaled_by(4), 1, 0)])
+@pytest.mark.parametrize("step, graphs, breaks", [
+    (None, 1, 0), (_default_step, 1, 0), (lambda x: x + 5, 1, 0), (_disabled_step, 1, 1), (_scaled_by(4), 1, 0),
+    (torch.relu, 1, 0), (torch.nn.functional.softplus, 1, 0), (abs, 1, 0),
+])
 def test_a_function_is_true_in_an_or_and_an_if(step, graphs, breaks):
-    """``step = hook or default`` and ``if hook:`` on a function, a lambda, a disabled function or a closure:
-    a function object is always true (its type has no ``__bool__`` or ``__len__``).  Refused as "truth value of
+    """``step = hook or default`` and ``if hook:`` on a function, a lambda, a disabled function, a closure, a
+    torch function, a builtin or a ``functools.partial``: each is always true (its type has no ``__bool__`` or
+    ``__len__``).  Refused as "truth value of
     function", the whole frame ran eagerly (found writing a test of the native stretch).  Calling the disabled one
     breaks the graph, as always."""
     def fn(x, hook):
@@ -367,5 +370,6 @@ def test_a_function_is_true_in_an_or_and_an_if(step, graphs, breaks):
         y = chosen(x)
         if hook:
             y = y + 1
-        return y * 3 if not _default_step else y
+        made_here = functools.partial(torch.mul, other=2)  # a partial made while tracing; _MUL3, one read from G
+        return y * 3 if not (_default_step and made_here and _MUL3 and torch.sin and len) else made_here(y)
     _check(fn, X, step, graphs=graphs, breaks=breaks)
