@@ -147,7 +147,8 @@ def equality_mask(tx, mask, live: list[str]) -> tuple[str, str | int] | None:
     if not isinstance(t_node, torch.fx.Node) and isinstance(k_arg, torch.fx.Node):
         t_node, k_arg = k_arg, t_node  # k == t
     tracked = {name: _tracked(tx, name) for name in live}
-    held = {id(v.as_proxy().node): name for name, v in tracked.items() if isinstance(v, (TensorVariable, SymNodeVariable))}
+    held = {id(v.as_proxy().node): name for name, v in tracked.items()
+            if isinstance(v, (TensorVariable, SymNodeVariable))}
     t = held.get(id(t_node))
     if t is None or not isinstance(tracked[t], TensorVariable) or tracked[t].example_value.dtype not in INT_RANGES:
         return None
@@ -280,8 +281,10 @@ def equality_count(t, k, m) -> int | None:
     once])."""
     counts = equality_counts
     hops, counts.hops = counts.hops, 0
-    if not config.equality_counts or type(t) is not torch.Tensor or type(k) is not int or t.shape != m.shape or t.device != m.device or \
-            not INT_RANGES.get(t.dtype, (1, 0))[0] <= k <= INT_RANGES.get(t.dtype, (1, 0))[1]:
+    if not config.equality_counts or type(t) is not torch.Tensor or type(k) is not int:
+        return None
+    low, high = INT_RANGES.get(t.dtype, (1, 0))  # k outside t's dtype would wrap around in t == k: no table
+    if not low <= k <= high or t.shape != m.shape or t.device != m.device:
         return None
     state = (t._version, t.data_ptr())
     if hops != 1 or counts.tensor is None or counts.tensor() is not t or counts.state != state:
