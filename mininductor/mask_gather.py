@@ -181,7 +181,8 @@ def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None) ->
 
 def _launcher(name: str, rows: int, columns: int, dtype, cuda: bool) -> KernelLauncher:
     """The launcher of kernel ``name`` for masks of ``rows`` elements (one block: ``RBLOCK >= rows``) and rows of
-    ``columns`` elements of ``dtype``; made once per key (Triton compiles a binary per dtype)."""
+    ``columns`` elements of ``dtype`` (for the pair's kernel, a tuple of both tensors' dtypes); made once per key
+    (Triton compiles a binary per dtype)."""
     key = (name, rows, columns, dtype, cuda)
     launcher = _launchers.get(key)
     if launcher is None:
