@@ -374,11 +374,16 @@ def test_reduce_overhead_reads_an_as_strided_input_window_as_eager():
 def test_phase_times_add_up_without_counting_nested_phases_twice():
     import time
     metrics.reset()
+    start = time.perf_counter()
     with metrics.timed("outer"):
         time.sleep(0.02)
         with metrics.timed("inner"):
             time.sleep(0.03)
-    assert 0.02 <= metrics.phase_times["outer"] < 0.03 + 0.02 and metrics.phase_times["inner"] >= 0.03
+    total = time.perf_counter() - start
+    # the two phases share the wall time, the inner one not counted in the outer (no upper bound on a sleep: a
+    # loaded machine stretches it, a clean clone's make test read 0.10 s for 0.02 beside a fuzzer)
+    outer, inner = metrics.phase_times["outer"], metrics.phase_times["inner"]
+    assert outer >= 0.02 and inner >= 0.03 and outer + inner <= total + 1e-3
     mininductor.compile_fx(torch.fx.symbolic_trace(lambda x: x.sin() + 1), [torch.randn(8)])
     assert {"backend", "aot", "lowering", "scheduling", "codegen", "load"} <= metrics.phase_times.keys()
     metrics.reset()
