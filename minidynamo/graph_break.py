@@ -475,11 +475,10 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
     the native stretch that follows it ([Note: native stretch]).  The stretch is native code too: when ``with``
     exits are handed on, it runs inside the exit guard's try block, so an exception in it runs them."""
     stretch = native_stretch(tx, live)
-    paired = paired_subscript(tx, stretch) if stretch is not None and inst.opname == "BINARY_SUBSCR" else None
+    at_subscript = stretch is not None and inst.opname == "BINARY_SUBSCR"  # the break is a mask subscript too
+    paired = paired_subscript(tx, stretch) if at_subscript else None
     if stretch is not None:  # both subscripts' kernels start compiling now: [Note: prefetched mask kernels]
-        breaking = tuple(tx.stack[-2:]) if inst.opname == "BINARY_SUBSCR" and len(tx.stack) >= 2 else (None, None)
-        prefetch_mask_kernels([(*breaking, stretch.subscript[0])] if paired is not None else
-                              [breaking, stretch.subscript])
+        prefetch_mask_kernels(tx, stretch, at_subscript, paired)
     after = virtual_after(inst, virtual)
     pushed = 0
 
@@ -487,10 +486,7 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
         nonlocal pushed
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
-        if stretch is not None and inst.opname == "BINARY_SUBSCR":
-            # its nonzero is shared with the stretch's ([Note: shared nonzero]); its count may come from a table
-            # ([Note: equality masks counted once])
-            # and both subscripts may be gathered in one launch ([Note: both subscripts in one launch])
+        if at_subscript:  # [Note: shared nonzero] and the Notes after it in native_stretch.py
             emit_mask_subscript(cg, equality_mask(tx, tx.stack[-1], live), paired)
         else:
             cg.append(copy_instruction(tx.output.f_code, inst.offset))

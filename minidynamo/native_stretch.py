@@ -338,16 +338,19 @@ def stack_effect(inst) -> int:
     return dis.stack_effect(dis.opmap[inst.opname])
 
 
-def prefetch_mask_kernels(subscripts: list[tuple]) -> None:
-    """Let mininductor start compiling the mask-gather kernels that these mask subscripts (variables: tensor, mask,
-    and the tensor gathered with it in one launch, if any) will launch at run time ([Note: prefetched mask kernels] in mininductor/mask_gather.py).  Only a
-    head start: where ``mask_subscript`` will not gather (grad mode, no mininductor) nothing starts, and anything
-    that goes wrong is left to the launch."""
+def prefetch_mask_kernels(tx, stretch: NativeStretch, at_subscript: bool, paired: str | None) -> None:
+    """Let mininductor start compiling the mask-gather kernels that the break's own subscript (when
+    ``at_subscript``: its tensor and mask are the top of ``tx.stack``) and the stretch's will launch at run time --
+    one kernel for both where they are ``paired`` ([Note: prefetched mask kernels] in mininductor/mask_gather.py).
+    Only a head start: where ``mask_subscript`` will not gather (grad mode, no mininductor) nothing starts, and
+    anything that goes wrong is left to the launch."""
     if not config.mask_gather or torch.is_grad_enabled():
         return
     gather = _mask_gather()
     if gather is None:
         return
+    breaking = tuple(tx.stack[-2:]) if at_subscript and len(tx.stack) >= 2 else (None, None)
+    subscripts = [(*breaking, stretch.subscript[0])] if paired is not None else [breaking, stretch.subscript]
     for a, m, *pair in subscripts:
         a, m, b = _example_value(a), _example_value(m), _example_value(pair[0]) if pair else None
         if isinstance(a, torch.Tensor) and isinstance(m, torch.Tensor):

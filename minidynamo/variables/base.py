@@ -146,7 +146,7 @@ class VariableTracker:
 
     def truth_of_instance_of(self, tx, cls: type) -> bool:
         """The truth of an instance of ``cls``: True where ``cls`` defines neither ``__bool__`` nor ``__len__``
-        (a function, a builtin, a class, a ``functools.partial``); otherwise refused, as ``truth``."""
+        (a function, a builtin, a class, an exception, a ``functools.partial``); otherwise refused, as ``truth``."""
         if hasattr(cls, "__bool__") or hasattr(cls, "__len__"):
             return VariableTracker.truth(self, tx)
         return True

@@ -283,7 +283,6 @@ class PartialVariable(VariableTracker):
         return self.truth_of_instance_of(tx, type(self.value) if self.value is not None else functools.partial)
 
     def python_type(self):
-        import functools
         return functools.partial
 
     def call_function(self, tx, args, kwargs):

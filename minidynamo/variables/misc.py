@@ -67,9 +67,7 @@ class ExceptionVariable(VariableTracker):
 
     def truth(self, tx) -> bool:
         """An exception object is true unless its class defines ``__bool__``/``__len__``."""
-        if any(hasattr(self.exc_type, m) for m in ("__bool__", "__len__")):
-            return super().truth(tx)
-        return True
+        return self.truth_of_instance_of(tx, self.exc_type)
 
     def var_getattr(self, tx, name):
         from .lists import TupleVariable

@@ -129,10 +129,7 @@ class UserDefinedClassVariable(VariableTracker):
 
     def truth(self, tx) -> bool:
         """A class is true unless its metaclass says otherwise (``if exc_type:`` in an ``__exit__``)."""
-        meta = type(self.value)
-        if any(hasattr(meta, m) for m in ("__bool__", "__len__")):
-            return super().truth(tx)
-        return True
+        return self.truth_of_instance_of(tx, type(self.value))
 
     def _repr_body(self):
         return self.value.__qualname__
