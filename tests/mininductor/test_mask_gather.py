@@ -214,6 +214,13 @@ def test_a_table_of_counts_is_read_only_straight_after_a_stretch_on_the_same_unc
         torch.testing.assert_close(g, e)
     assert len(tables) == 4 and sum(n is not None for n in tables) == answered, (tables, minidynamo.counters)
     assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+    # breaks and recompiles are counted per translation (f, then the resume functions' entries for the row-count
+    # cases), not per iteration: as many with the table as without it
+    mask_breaks = minidynamo.counters["graph_break"].pop(
+        "data-dependent output shape: `getitem` returns a shape that depends on tensor values", 0)
+    poked = dict(minidynamo.counters["graph_break"])
+    assert (mask_breaks, minidynamo.counters["recompiles"]["total"]) == ((5, 4) if poke else (9, 3))
+    assert poked == ({f"{poke.__name__} is marked minidynamo.disable": 4} if poke else {})
 
 
 def test_equality_count_answers_only_for_an_integer_tensor_the_mask_compares_elementwise(monkeypatch):
