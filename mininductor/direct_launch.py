@@ -123,7 +123,7 @@ def generated_launch(launcher: KernelLauncher, direct: DirectLauncher, args: tup
     static = direct.static
     if static is None or static.torch_launch is None:
         return None
-    key, names = specialization_key(args), [f"a{k}" for k in range(len(args))]
+    key, names = specialization_key(args, launcher.unspecialized), [f"a{k}" for k in range(len(args))]
     tensors = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
     ints = [k for k, a in enumerate(args) if type(a) is int]
     floats = [k for k, a in enumerate(args) if type(a) is float]
@@ -134,7 +134,9 @@ def generated_launch(launcher: KernelLauncher, direct: DirectLauncher, args: tup
     misaligned = [f"not p{k} & 15" for k in tensors if not key[k]]
     bad_pointer = ([f"({' | '.join(aligned)}) & 15"] if aligned else []) + misaligned + \
         [f"a{k}.get_device() != {device}" for k in tensors]
-    bad_scalar = [f"type(a{k}) is not int or (a{k} == 1, a{k} % 16 == 0, -2147483648 <= a{k} < 2147483648, "
+    bad_scalar = [f"type(a{k}) is not int or (-2147483648 <= a{k} < 2147483648, a{k} >= 0) != {key[k]!r}"
+                  if k in launcher.unspecialized else
+                  f"type(a{k}) is not int or (a{k} == 1, a{k} % 16 == 0, -2147483648 <= a{k} < 2147483648, "
                   f"a{k} >= 0) != {key[k]!r}" for k in ints] + [f"type(a{k}) is not float" for k in floats]
     if launcher.symbolic:  # an empty launch does nothing (the method returns early)
         numels = names[-1:] if launcher.kind == "poi" else names[-2:]
@@ -192,11 +194,22 @@ def _hook(hook):
     return None if hook is None or getattr(hook, "calls", True) == [] else hook
 
 
-def specialization_key(args) -> tuple:
+def specialization_key(args, unspecialized: frozenset[int] = frozenset()) -> tuple:
     """What Triton specializes a kernel on, per argument: a pointer's 16-byte alignment; an int's being 1,
-    being divisible by 16, fitting in 32 bits, its sign; a float not at all; anything else by value."""
+    being divisible by 16, fitting in 32 bits, its sign; a float not at all; anything else by value.
+
+    [Note: ints a kernel does not specialize on]  An int argument named in the kernel's ``do_not_specialize``
+    (the mask gather's row count, a graph kernel's CPU scalar) is compiled once for every value: Triton records
+    only its type (32 or 64 bits).  Keyed by the general rule, a value of 1 or a multiple of 16 still made a key
+    of its own, and a call with another key than the one the launch was written out for ([Note: a generated
+    launch]) took the general path, twice as slow -- the tutorial MoE's experts with one row did.  So such an int
+    (its position in ``unspecialized``) is keyed by its range and sign only."""
     # a list comprehension, not a generator: called on every launch, and resuming a generator per argument costs
     # about a fifth of the key's time
-    return tuple([a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
-                  else (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 0) if type(a) is int
-                  else float if type(a) is float else a for a in args])  # a float is always an fp32 argument
+    key = [a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor)
+           else (a == 1, a % 16 == 0, -2**31 <= a < 2**31, a >= 0) if type(a) is int
+           else float if type(a) is float else a for a in args]  # a float is always an fp32 argument
+    for k in unspecialized:
+        if type(args[k]) is int:
+            key[k] = (-2**31 <= args[k] < 2**31, args[k] >= 0)
+    return tuple(key)

@@ -282,6 +282,9 @@ class KernelLauncher:
         self.device_asserts = device_asserts
         # symbolic: the kernel's last arguments are this call's numels; the grid is computed from them
         self.symbolic = symbolic
+        # the positions of the int arguments Triton compiles once for every value: [Note: ints a kernel does not
+        # specialize on] in direct_launch.py
+        self.unspecialized = frozenset(p.num for p in getattr(fn, "params", ()) if getattr(p, "do_not_specialize", False))
         # x_first: a tile kernel whose programs walk blocks of rows on grid axis 0 (tiling.stores_run_along_x)
         self.x_first = x_first
         self.empty = 0 in (xnumel, rnumel)
@@ -348,7 +351,7 @@ class KernelLauncher:
         if (0 in numels) if self.symbolic else self.empty:  # an empty tensor: nothing to compute
             return
         if self._direct:
-            direct = self._direct.get(specialization_key(args))
+            direct = self._direct.get(specialization_key(args, self.unspecialized))
             if direct is not None:
                 direct.launch(args, self._grid(self.config, args, numels) if self.symbolic else direct.grid)
                 return
@@ -361,7 +364,7 @@ class KernelLauncher:
         if not self.interpret and config.direct_launch:
             direct = DirectLauncher.make(self.fn, kernel, self.config, args, self._grid(self.config, args))
             if direct is not None and len(self._direct) < 64:
-                key = specialization_key(args)
+                key = specialization_key(args, self.unspecialized)
                 self._direct[key] = direct
                 if direct.static is not None:
                     metrics.static_launcher_kernels += 1

@@ -19,6 +19,16 @@ def test_specialization_key_follows_tritons_rule():
     assert specialization_key((aligned, -2**31 - 1)) != specialization_key((aligned, 2**31 + 1))
 
 
+def test_an_int_the_kernel_does_not_specialize_on_is_keyed_by_its_range_only():
+    # [Note: ints a kernel does not specialize on]: position 1 is in the kernel's do_not_specialize
+    aligned, unspecialized = torch.zeros(8), frozenset({1})
+    keys = {specialization_key((aligned, n), unspecialized) for n in (1, 3, 16, 2**30)}
+    assert len(keys) == 1  # one binary for every value that fits in 32 bits
+    assert specialization_key((aligned, 2**31), unspecialized) not in keys  # 64 bits: another binary
+    assert specialization_key((aligned, -3), unspecialized) not in keys
+    assert specialization_key((aligned, 1)) != specialization_key((aligned, 3))  # specialized: as before
+
+
 def test_ints_as_tensors_values_and_device_scalars():
     seen = []
     compiled = IntsAsTensors(lambda x, i: seen.append(i) or x + i, frozenset({1}))

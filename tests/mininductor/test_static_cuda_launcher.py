@@ -149,7 +149,8 @@ def test_without_a_driver_or_a_plain_kernel_nothing_is_loaded():
 # --- the generated launch ([Note: a generated launch] in direct_launch.py), on the CPU --------------------------------
 
 
-def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, first_args=None):
+def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, first_args=None,
+                          unspecialized=frozenset()):
     """A ``KernelLauncher`` whose kernel was launched once with ``first_args`` (CPU tensors: device -1), with a
     stand-in for torch's launch call that records each call in ``calls``; returns ``(launcher, generated run,
     calls)``."""
@@ -170,14 +171,15 @@ def generated_and_general(kind="poi", symbolic=True, x_first=False, device=-1, f
     launcher = object.__new__(runtime.KernelLauncher)
     cfg = {"XBLOCK": 32, "RBLOCK": 8} if kind == "tile" else {"XBLOCK": 32}
     launcher.__dict__.update(fn=None, kind=kind, xnumel=100, rnumel=24, symbolic=symbolic, x_first=x_first,
-                             empty=False, interpret=False, config=cfg, configs=[cfg], tuned=True, _direct={})
+                             empty=False, interpret=False, config=cfg, configs=[cfg], tuned=True, _direct={},
+                             unspecialized=unspecialized)
     direct = object.__new__(direct_launch.DirectLauncher)
     constexprs = tuple(cfg.values())
     direct.kernel, direct.constexprs, direct.device, direct.hooks, direct.static = None, constexprs, device, \
         knobs.runtime, static
     direct.stream_of = lambda device: 77
     direct.grid = (*launcher._grid(cfg, first_args), 1, 1)[:3]
-    launcher._direct[direct_launch.specialization_key(first_args)] = direct
+    launcher._direct[direct_launch.specialization_key(first_args, unspecialized)] = direct
     return launcher, direct_launch.generated_launch(launcher, direct, first_args), calls
 
 
@@ -228,6 +230,19 @@ def test_the_generated_launch_does_what_the_general_path_does(no_compiles):
     launched = [general[0][0][1:4] if general[0] else None for general, _ in outcomes[:4]]
     assert launched == [(4, 1, 1), (2, 1, 1), (2**25, 1, 1), None]
     assert [len(general[1]) for general, _ in outcomes[4:8]] == [1, 1, 1, 1]  # each compiled, none launched
+
+
+def test_an_int_the_kernel_does_not_specialize_on_takes_the_generated_launch_for_every_value(no_compiles):
+    """[Note: ints a kernel does not specialize on]: the mask gather's row count is in its kernel's
+    ``do_not_specialize``; 1, 16 and 50 rows launch the one binary, through the generated launch."""
+    x, out = torch.zeros(300), torch.zeros(300)
+    launcher, generated, calls = generated_and_general(first_args=(x, out, 50), unspecialized=frozenset({2}))
+    assert "type(a2) is not int or (-2147483648 <= a2 < 2147483648, a2 >= 0) != (True, True)" in generated.source
+    for n in (1, 16, 50):
+        general, mine = both_ways(launcher, generated, calls, no_compiles, (x, out, n))
+        assert mine == general and general[1] == [] and len(general[0]) == 1  # launched, nothing compiled
+    general, mine = both_ways(launcher, generated, calls, no_compiles, (x, out, 2**31))  # 64 bits: another binary
+    assert mine == general and general[1] == [3]
 
 
 def test_a_generated_launch_leaves_a_foreign_tensor_and_launch_hooks_to_the_general_path(no_compiles):
