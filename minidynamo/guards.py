@@ -78,6 +78,8 @@ def tensor_match(t: Any, meta: TensorMeta) -> bool:
 ALIASING_KINDS = ("NO_TENSOR_ALIASING", "NO_ALIASING")
 # what a symbolic int can hold: a graph computes it as an int64 (SYMINT_MATCH, dynamic_shapes.int_is_dynamic)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+# guards whose expression reads their source more than once: the check function reads it into a local first
+_READ_SEVERAL_TIMES = ("NN_MODULE", "SYMINT_MATCH", "EQUALS_MATCH")
 
 
 def no_aliasing(*tensors) -> bool:
@@ -226,6 +228,10 @@ class GuardManager:
             return f"{s} is {name_of(g.extra[0])}"
         if g.kind == "TENSOR_MATCH" and spell is not None:
             return self._inline_tensor_match(k, g.expected, s, part)
+        if spell is not None and g.kind in _READ_SEVERAL_TIMES and not s.isidentifier():
+            s, first = f"___r{k}", f"(___r{k} := {s})"  # read once ([Note: guard order and shared prefixes])
+        else:
+            first = s
         if g.kind == "AUTOCAST" and spell is not None:
             return self._inline_autocast(k, g.expected)
         if g.kind == "TENSOR_MATCH":
@@ -236,9 +242,9 @@ class GuardManager:
             spec: ModuleSpec = g.expected
             self.closure[v] = spec.type
             if not (spec.pre_hooks or spec.hooks):
-                return f"type({s}) is {v} and not ({s}._forward_hooks or {s}._forward_pre_hooks)"
+                return f"type({first}) is {v} and not ({s}._forward_hooks or {s}._forward_pre_hooks)"
             self.closure[f"___p{k}"], self.closure[f"___h{k}"] = spec.pre_hooks, spec.hooks
-            return f"type({s}) is {v} and tuple({s}._forward_pre_hooks) == ___p{k} and tuple({s}._forward_hooks) == ___h{k}"
+            return f"type({first}) is {v} and tuple({s}._forward_pre_hooks) == ___p{k} and tuple({s}._forward_hooks) == ___h{k}"
         if g.kind == "NO_GLOBAL_MODULE_HOOKS":
             return "not ___global_module_hooks()"
         if g.kind == "CLOSURE_MATCH":
@@ -246,10 +252,10 @@ class GuardManager:
         if g.kind == "TYPE_MATCH":
             return f"type({s}) is {v}"
         if g.kind == "SYMINT_MATCH":  # an int argument traced as a symbol: graphs compute it as an int64
-            return f"type({s}) is int and {INT64_MIN} <= {s} <= {INT64_MAX}"
+            return f"type({first}) is int and {INT64_MIN} <= {s} <= {INT64_MAX}"
         if g.kind == "EQUALS_MATCH":
             self.closure[f"___t{k}"] = type(g.expected)
-            return f"type({s}) is ___t{k} and {s} == {v}"
+            return f"type({first}) is ___t{k} and {s} == {v}"
         if g.kind == "LIST_LENGTH":
             return f"len({s}) == {v}"
         if g.kind == "TUPLE_ITERATOR_LEN":
@@ -338,7 +344,10 @@ class GuardManager:
         used to fail at a TENSOR_MATCH fifteen lines down.)  Then shallow sources first and, at
         each depth, exact-value guards (EQUALS_MATCH, ID_MATCH, TYPE_MATCH) before TENSOR_MATCH.  A prefix such
         as ``L['self']._modules['experts']._modules['3']`` that several guards read is evaluated once,
-        into a local, just before the first guard that needs it.
+        into a local, just before the first guard that needs it -- and so is a module's global that several read
+        (``sys.modules['torch.nn.modules.linear'].__dict__['F']``, for ``F`` and ``F.linear``); a guard that reads
+        its source twice (a module's type and its hooks, an int's type and range) reads it into a local as it goes
+        (``type(___r7 := L['self'].expert_capacity) is ___t7 and ___r7 == ___v7``).
         """
         lines = ["def ___guard(L, G):", "    try:"]
         names: dict[str, str] = {}  # source name -> the local that holds it
@@ -544,7 +553,8 @@ def _cse(source: Source, names: dict, uses: dict, lines: list[str]) -> str:
         text = f"___module_list_item({_cse(base, names, uses, lines)}, {_cse(source.index, names, uses, lines)})"
     else:
         text = _cse(base, names, uses, lines) + full[len(base_full):]
-    if base is not None and uses.get(full, 0) > 1:
+    # a root spelled as more than a dict lookup (a module's global: ``sys.modules[...].__dict__['F']``) is shared too
+    if (base is not None or not full.startswith(("L[", "G["))) and uses.get(full, 0) > 1:
         names[full] = f"___s{len(names)}"
         lines.append(f"        {names[full]} = {text}")
         return names[full]
