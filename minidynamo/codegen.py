@@ -19,6 +19,7 @@ from .variables.dicts import DictVariable, SetVariable
 from .variables.functions import NestedUserFunctionVariable, PartialVariable
 from .variables.iter import ListIteratorVariable
 from .variables.lists import BaseListVariable
+from .variables.misc import EqualityMaskVariable
 
 GRAPH_OUT = "___graph_out"
 
@@ -27,10 +28,11 @@ GRAPH_OUT = "___graph_out"
 # several objects: ``return a, a`` would give two lists, and after a graph break ``a.append(1)`` would not show in
 # ``b``.  So the first rebuild keeps the object in a temporary and later ones load it (upstream's
 # ``PyCodegen.tempvars``).  So is an iterator: ``zip(it, it)`` must take from one object, and so is a function
-# made in the frame: a graph break at ``f.__defaults__ = (5,)`` stores into the ``f`` the resume function gets.
+# made in the frame: a graph break at ``f.__defaults__ = (5,)`` stores into the ``f`` the resume function gets; and
+# so is a mask left unmade, which a stack slot and a local hand to the same two subscripts.
 # Sourced values are reloaded from their source, which is the same object anyway.
 REBUILT_ONCE = (BaseListVariable, DictVariable, SetVariable, ListIteratorVariable, NestedUserFunctionVariable,
-               PartialVariable)
+               PartialVariable, EqualityMaskVariable)
 
 
 # [Note: deterministic const names]  An object the transformed code needs (a helper function, the compile

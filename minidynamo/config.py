@@ -39,3 +39,7 @@ mask_gather: bool = os.environ.get("MINICOMPILE_MASK_GATHER", "1") != "0"
 # The gather's count of a mask ``t == k`` read from one table of ``t``'s values, across a loop's stretches ([Note:
 # equality masks counted once] in native_stretch.py); MINICOMPILE_EQUALITY_COUNTS=0 counts every mask.
 equality_counts: bool = os.environ.get("MINICOMPILE_EQUALITY_COUNTS", "1") != "0"
+# A mask ``t == k`` that only a stretch's subscripts read is not made by the graph: the gather compares in its
+# kernel ([Note: masks the graph does not make] in native_stretch.py); read when a frame is translated.
+# MINICOMPILE_UNMADE_MASKS=0 has the graph make every mask.
+unmade_masks: bool = os.environ.get("MINICOMPILE_UNMADE_MASKS", "1") != "0"

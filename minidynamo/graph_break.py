@@ -49,6 +49,7 @@ from .inlined_comprehension import (
     locals_handed_on,
 )
 from .native_stretch import (
+    NativeStretch,
     emit_mask_subscript,
     emit_native_stretch,
     equality_mask,
@@ -56,6 +57,7 @@ from .native_stretch import (
     paired_subscript,
     prefetch_mask_kernels,
     stack_effect,
+    unmade_mask,
 )
 from .reenter_with import emit_under_exit_guard, inside_user_with_block, stack_item_for_break
 from .resume_execution import (
@@ -72,6 +74,7 @@ from .variables.builder import LazyVariableTracker
 from .variables.dicts import DictIteratorVariable, DictVariable, DictViewVariable
 from .variables.iter import LazyIteratorVariable, ListIteratorVariable
 from .variables.lists import BaseListVariable, SliceVariable
+from .variables.misc import EqualityMaskVariable
 from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 
@@ -322,6 +325,11 @@ def compile_and_break(tx, inst) -> list:
         locals_handed_on(comp, set(live), live_at(code, [comp.start]), live_at(code, [comp.end]))
     local_vts = [tx.symbolic_locals[n] for n in live]
     cells = cell_stores(tx)
+    # the native stretch after a break at any other instruction (emit_native_and_continue: break_at_instruction)
+    runs_instruction = eager_rest is None and comp is None and inst.opname not in JUMPS and \
+        inst.opname != "FOR_ITER" and not pushes_null(inst)
+    stretch = native_stretch(tx, live) if runs_instruction else None
+    unmade = leave_mask_unmade(tx, inst, stretch, stack, live, local_vts, cells) if stretch is not None else None
     outputs = tensors_to_output(stack + local_vts + output.side_effects.values_to_reconstruct() +
                                 [v for _, v in cells])
     cg = PyCodegen(tx, code, output.f_globals, {id(t): k for k, t in enumerate(outputs)})
@@ -333,8 +341,28 @@ def compile_and_break(tx, inst) -> list:
         resume_offset, reason = eager_rest
         continue_at(tx, cg, resume_offset, virtual, live, run_eagerly=reason)
     else:
-        emit_native_and_continue(tx, cg, inst, virtual, live, next_offset, comp, handed_on)
+        emit_native_and_continue(tx, cg, inst, virtual, live, next_offset, comp, handed_on, stretch, unmade)
     return graph_call + cg.instructions
+
+
+def leave_mask_unmade(tx, inst, stretch: NativeStretch, stack: list, live: list[str], local_vts: list,
+                      cells: list) -> EqualityMaskVariable | None:
+    """Where the breaking subscript's mask need not be made by the graph ([Note: masks the graph does not make] in
+    native_stretch.py), put its recipe in its place in ``stack`` and ``local_vts`` and return it.  Checked here:
+    nothing else the break hands on holds the mask (another stack slot, a container, a cell)."""
+    if inst.opname != "BINARY_SUBSCR" or not stack or stack[-1] is not tx.stack[-1]:
+        return None
+    recipe = unmade_mask(tx, stretch, live)
+    if recipe is None:
+        return None
+    mask = stack[-1]
+    others = [v for v in stack[:-1] if not _is_null(v)] + [v for v in local_vts if v is not mask] + \
+        tx.output.side_effects.values_to_reconstruct() + [v for _, v in cells]
+    if any(v is mask for v in tensors_to_output(others)):
+        return None
+    stack[-1] = recipe
+    local_vts[:] = [recipe if v is mask else v for v in local_vts]
+    return recipe
 
 
 def virtual_nulls(stack: list, callee: int | None) -> list[bool]:
@@ -412,7 +440,8 @@ def emit_graph_call(tx, outputs: list[VariableTracker]) -> list:
 
 
 def emit_native_and_continue(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None,
-                             comp, handed_on: set[str]) -> None:
+                             comp, handed_on: set[str], stretch: NativeStretch | None,
+                             unmade: EqualityMaskVariable | None) -> None:
     """Run the breaking instruction natively, then return the ``Continuation`` of each place it may go on."""
     if inst.opname in JUMPS:
         break_at_jump(tx, cg, inst, virtual, live, next_offset)
@@ -426,7 +455,7 @@ def emit_native_and_continue(tx, cg: PyCodegen, inst, virtual: list[bool], live:
         emit_under_exit_guard(tx, cg, virtual, run_native, functools.partial(
             continue_at, tx, cg, comp.end, after, sorted(set(live) | handed_on)))
     else:
-        break_at_instruction(tx, cg, inst, virtual, live, next_offset)
+        break_at_instruction(tx, cg, inst, virtual, live, next_offset, stretch, unmade)
 
 
 def break_at_jump(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None) -> None:
@@ -469,16 +498,18 @@ def break_at_null_pushing_load(tx, cg: PyCodegen, inst, virtual: list[bool], liv
     emit_under_exit_guard(tx, cg, virtual, run_native, functools.partial(continue_at, tx, cg, next_offset, after, live))
 
 
-def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str],
-                         next_offset: int | None) -> None:
+def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: list[str], next_offset: int | None,
+                         stretch: NativeStretch | None, unmade: EqualityMaskVariable | None) -> None:
     """Any other instruction (a call, a subscript...) runs natively; the resume function starts after it, or after
-    the native stretch that follows it ([Note: native stretch]).  The stretch is native code too: when ``with``
-    exits are handed on, it runs inside the exit guard's try block, so an exception in it runs them."""
-    stretch = native_stretch(tx, live)
+    the ``stretch`` that follows it ([Note: native stretch]), whose mask may be ``unmade``.  The stretch is native
+    code too: when ``with`` exits are handed on, it runs inside the exit guard's try block, so an exception in it
+    runs them."""
     at_subscript = stretch is not None and inst.opname == "BINARY_SUBSCR"  # the break is a mask subscript too
     paired = paired_subscript(tx, stretch) if at_subscript else None
+    # (an unmade mask carries its t and k; its graph no longer has the comparison)
+    equality = equality_mask(tx, tx.stack[-1], live) if at_subscript and unmade is None else None
     if stretch is not None:  # both subscripts' kernels start compiling now: [Note: prefetched mask kernels]
-        prefetch_mask_kernels(tx, stretch, at_subscript, paired)
+        prefetch_mask_kernels(tx, stretch, at_subscript, paired, unmade)
     after = virtual_after(inst, virtual)
     pushed = 0
 
@@ -487,7 +518,7 @@ def break_at_instruction(tx, cg: PyCodegen, inst, virtual: list[bool], live: lis
         if bt.PY311 and inst.opname == "CALL":
             cg.append(Instr("PRECALL", inst.arg))
         if at_subscript:  # [Note: shared nonzero] and the Notes after it in native_stretch.py
-            emit_mask_subscript(cg, equality_mask(tx, tx.stack[-1], live), paired)
+            emit_mask_subscript(cg, equality, paired)
         else:
             cg.append(copy_instruction(tx.output.f_code, inst.offset))
         if stretch is not None:

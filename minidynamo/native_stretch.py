@@ -45,10 +45,14 @@ import weakref
 import torch
 
 from . import config
+from .bytecode_analysis import livevars_analysis
 from .codegen import PyCodegen
 from .exc import Unsupported
+from .output_graph import writes_in_place
 from .resume_execution import copy_instruction
 from .variables.builder import LazyVariableTracker
+from .variables.constant import ConstantVariable
+from .variables.misc import EqualityMaskVariable
 from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
 
@@ -61,11 +65,13 @@ class NativeStretch:
     they stand for."""
 
     def __init__(self, instructions: list, resume_offset: int, read: set[str], stored: set[str],
-                 error: Unsupported, subscript: tuple = (None, None), subscripted: str | None = None) -> None:
+                 error: Unsupported, subscript: tuple = (None, None), subscripted: str | None = None,
+                 handed: list | None = None) -> None:
         self.instructions, self.resume_offset = instructions, resume_offset
         self.read, self.stored, self.error = read, stored, error
         self.subscript = subscript  # the variables of its mask subscript's tensor and mask, where known
         self.subscripted = subscripted  # the live local that subscript's tensor was read from, if it was
+        self.handed = handed or []  # the variables it stores in locals or leaves on the stack, where known
 
 
 def native_stretch(tx, live: list[str]) -> NativeStretch | None:
@@ -98,7 +104,7 @@ def native_stretch(tx, live: list[str]) -> NativeStretch | None:
                                 "keep shapes fixed: use masks with torch.where, or fixed-size top-k/scatter instead "
                                 "of boolean indexing / nonzero", [_frame_summary(code, ins, tx.lineno)])
             return NativeStretch(tx.instructions[tx.ip:j + 1], tx.instructions[j + 1].offset, read, set(stored), error,
-                                 (stack[-2], stack[-1]), origin[-2])
+                                 (stack[-2], stack[-1]), origin[-2], [*stored.values(), *stack[:-2]])
         else:
             return None
     return None
@@ -185,6 +191,8 @@ def mask_subscript(a, m, t=None, k=None, b=None):
     ``a[rows]``, so that it raises or passes exactly where eager's does.  Under ``no_grad``, a CUDA tensor's
     rows need no index at all: the mask is counted once and mininductor's mask gather copies them ([Note: mask
     gather] in mininductor/mask_gather.py)."""
+    if type(m) is EqualityMask:
+        return equality_subscript(a, m, b)
     if type(a) is not torch.Tensor or type(m) is not torch.Tensor or m.dtype != torch.bool:
         return a[m]
     rank = m.dim()  # (called per expert of the MoE: the checks are ordered and written for a 1-D mask's speed)
@@ -275,16 +283,16 @@ class _EqualityCounts(threading.local):
 equality_counts = _EqualityCounts()
 
 
-def equality_count(t, k, m) -> int | None:
-    """How many elements of ``m`` are true, read from the table of ``t``'s values where ``m`` is ``t == k`` and the
-    table describes ``t``'s values as the graph compared them; None: count ``m`` ([Note: equality masks counted
-    once])."""
+def equality_count(t, k, m=None) -> int | None:
+    """How many elements of ``m`` are true, read from the table of ``t``'s values where ``m`` is ``t == k`` (None:
+    a mask left unmade) and the table describes ``t``'s values as the graph compared them; None: count ``m``
+    ([Note: equality masks counted once])."""
     counts = equality_counts
     hops, counts.hops = counts.hops, 0
     if not config.equality_counts or type(t) is not torch.Tensor or type(k) is not int:
         return None
     low, high = INT_RANGES.get(t.dtype, (1, 0))  # k outside t's dtype would wrap around in t == k: no table
-    if not low <= k <= high or t.shape != m.shape or t.device != m.device:
+    if not low <= k <= high or m is not None and (t.shape != m.shape or t.device != m.device):
         return None
     state = (t._version, t.data_ptr())
     if hops != 1 or counts.tensor is None or counts.tensor() is not t or counts.state != state:
@@ -293,6 +301,87 @@ def equality_count(t, k, m) -> int | None:
     if counts.table is None:  # t has at most mask_gather.MAX_MASK elements (m's shape): read once, counted here
         counts.table = collections.Counter(t.tolist())
     return counts.table.get(k, 0)
+
+
+# [Note: masks the graph does not make]  With its count read from the table, an expert's mask was still made by the
+# graph before the break: ``flat_indices == expert_idx``, a kernel of 128 elements -- an allocation, a launch, an
+# output, and the expert's index passed in as a device scalar -- whose only readers are the stretch's two
+# subscripts.  The gather can compare ``t == k`` itself.  So where the breaking subscript's mask is ``t == k``
+# (``equality_mask``) and nothing but the stretch's subscripts reads it, the graph does not output it (dead code
+# elimination then drops the comparison, and ``k`` as an input if nothing else reads it), and the transformed code
+# hands on a recipe, ``EqualityMask(t, k)``, in its place (``unmade_mask``, at translation; one object for the
+# stack slot and every local that held the mask).  ``mask_subscript`` then gathers the rows where ``t == k`` in one
+# launch (``equality_subscript``) when the table gives the count; otherwise -- no table yet, a CPU tensor, anything
+# unusual -- it makes the mask with eager's own ``t == k``, once per recipe, and goes on as for any mask.  The
+# recipe means what the graph's mask meant only while ``t`` is as the graph compared it: no node after the
+# comparison writes in place, and between the graph and the stretch only the transformed code runs (it saves
+# locals and replays side effects, stores of Python values; an attribute store, which could run a user's setter,
+# refuses).  And only the stretch's subscripts may see the recipe: no other stack slot, container or cell, no
+# local live after the stretch or that the stretch stores it in.  Under grad mode (the training forward) the graph
+# still makes the mask, as the subscripts there use ``nonzero`` anyway; ``config.unmade_masks``.  8.5% off the
+# tutorial MoE's eval forward on an H200 host (docs/benchmarks.md, thirty-sixth session).  Upstream keeps the
+# comparison in its graph.
+class EqualityMask:
+    """``t == k``, which the graph did not make ([Note: masks the graph does not make])."""
+
+    __slots__ = ("__weakref__", "count", "k", "t", "tensor")
+
+    def __init__(self, t, k) -> None:
+        self.t, self.k = t, k
+        self.count: int | None = -1  # its true elements, once the table is asked (None: it could not tell)
+        self.tensor: torch.Tensor | None = None  # the mask, once made
+
+    def made(self):
+        """The mask itself, made once: ``t == k`` as eager makes it."""
+        if self.tensor is None:
+            self.tensor = self.t == self.k
+        return self.tensor
+
+
+def equality_subscript(a, m: EqualityMask, b=None):
+    """``a[t == k]`` for the recipe ``m``: gathered comparing in the kernel when the table gives the count, through
+    the made mask otherwise; ``b``: the next subscript will be ``b[t == k]`` (see ``mask_subscript``)."""
+    if m.tensor is not None:  # made already: as for any mask
+        return mask_subscript(a, m.tensor, None, None, b)
+    t = m.t
+    pending, _last.pending = getattr(_last, "pending", None), None
+    if pending is not None and pending[2]() is m and pending[0]() is a and pending[1] == a._version and \
+            not torch.is_grad_enabled():
+        return pending[3]  # gathered with the previous subscript (checked first: the stretch's second call)
+    if type(a) is torch.Tensor and type(t) is torch.Tensor and t.dim() == 1 and \
+            a.dim() >= 1 and a.shape[0] == t.shape[0] and a.device == t.device and (a.is_cuda or GATHER_ON_CPU) and \
+            config.mask_gather and not torch.is_grad_enabled() and a.is_contiguous():
+        gather = _mask_gather()
+        if m.count == -1:  # asked once per recipe: asking consumes the hop ([Note: equality masks counted once])
+            m.count = equality_count(t, m.k)
+        if m.count is not None and gather is not None and gather.supports(a, t):
+            if b is not None and gather.pairs(a, b, t):
+                out, other = gather.mask_gather_pair(a, b, t, m.count, key=m.k)
+                _last.pending = (weakref.ref(b), b._version, weakref.ref(m), other)
+                return out
+            return gather.mask_gather(a, t, m.count, key=m.k)
+    return mask_subscript(a, m.made(), None, None, b)
+
+
+def unmade_mask(tx, stretch: NativeStretch, live: list[str]):
+    """The recipe that stands for the breaking subscript's mask (the top of ``tx.stack``) when the graph need not
+    make it ([Note: masks the graph does not make]); None otherwise.  The caller makes sure that no stack slot,
+    container or cell holds the mask; this checks the rest."""
+    if not (config.unmade_masks and config.mask_gather) or torch.is_grad_enabled() or not tx.stack:
+        return None
+    mask = tx.stack[-1]
+    equality = equality_mask(tx, mask, live)
+    if equality is None or any(v is mask for v in stretch.handed) or \
+            any(kind == "attr" for kind, _ in tx.output.side_effects.order):
+        return None
+    after = livevars_analysis(tx.output.f_code, stretch.resume_offset)
+    if any(name in after and tx.symbolic_locals.get(name) is mask for name in live):
+        return None
+    nodes = list(tx.output.graph.nodes)
+    if any(writes_in_place(node) for node in nodes[nodes.index(mask.proxy.node):]):
+        return None  # t may have changed since the graph compared it
+    t, k = equality
+    return EqualityMaskVariable(_tracked(tx, t), _tracked(tx, k) if type(k) is str else ConstantVariable(k))
 
 
 # The mask gather runs on CUDA tensors; on the CPU its kernels would be interpreted (tests turn this on).
@@ -338,10 +427,12 @@ def stack_effect(inst) -> int:
     return dis.stack_effect(dis.opmap[inst.opname])
 
 
-def prefetch_mask_kernels(tx, stretch: NativeStretch, at_subscript: bool, paired: str | None) -> None:
+def prefetch_mask_kernels(tx, stretch: NativeStretch, at_subscript: bool, paired: str | None,
+                          unmade: EqualityMaskVariable | None = None) -> None:
     """Let mininductor start compiling the mask-gather kernels that the break's own subscript (when
     ``at_subscript``: its tensor and mask are the top of ``tx.stack``) and the stretch's will launch at run time --
-    one kernel for both where they are ``paired`` ([Note: prefetched mask kernels] in mininductor/mask_gather.py).
+    one kernel for both where they are ``paired`` ([Note: prefetched mask kernels] in mininductor/mask_gather.py),
+    and the one that compares ``t == k`` itself where the mask is left ``unmade`` (its recipe).
     Only a head start: where ``mask_subscript`` will not gather (grad mode, no mininductor) nothing starts, and
     anything that goes wrong is left to the launch."""
     if not config.mask_gather or torch.is_grad_enabled():
@@ -351,11 +442,12 @@ def prefetch_mask_kernels(tx, stretch: NativeStretch, at_subscript: bool, paired
         return
     breaking = tuple(tx.stack[-2:]) if at_subscript and len(tx.stack) >= 2 else (None, None)
     subscripts = [(*breaking, stretch.subscript[0])] if paired is not None else [breaking, stretch.subscript]
+    t = _example_value(unmade.t) if unmade is not None else None
     for a, m, *pair in subscripts:
         a, m, b = _example_value(a), _example_value(m), _example_value(pair[0]) if pair else None
         if isinstance(a, torch.Tensor) and isinstance(m, torch.Tensor):
             with contextlib.suppress(Exception):  # a head start only: the launch compiles what it needs
-                gather.prefetch(a, m, b if isinstance(b, torch.Tensor) else None)
+                gather.prefetch(a, m, b if isinstance(b, torch.Tensor) else None, t)
 
 
 def _example_value(v):

@@ -184,15 +184,24 @@ def restored_grad_mode():
 def is_impure(node: torch.fx.Node) -> bool:
     """A node that must run even if nothing reads its result (in-place ops, grad mode, RNG, profiler)."""
     t = node.target
-    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
     if node.op not in ("call_function", "call_method"):
         return node.op in ("placeholder", "output")
-    if name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS:
+    if writes_in_place(node):
         return True
-    if t in (operator.setitem, torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast) \
-            or "profiler" in str(t) or "out" in node.kwargs or has_inplace_flag(node):
+    if t in (torch._C._set_grad_enabled, torch.amp._enter_autocast, torch.amp._exit_autocast) or "profiler" in str(t):
         return True
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
     return any(r in name for r in RANDOM_OPS)
+
+
+def writes_in_place(node: torch.fx.Node) -> bool:
+    """A call that may write into a tensor it is given: an in-place method or operator, ``setitem``, ``out=``,
+    ``inplace=True``."""
+    t = node.target
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    return node.op in ("call_function", "call_method") and (
+        name.endswith("_") and not name.endswith("__") or name.startswith("i") and t in _INPLACE_OPERATORS or
+        t is operator.setitem or "out" in node.kwargs or has_inplace_flag(node))
 
 
 def has_inplace_flag(node: torch.fx.Node) -> bool:

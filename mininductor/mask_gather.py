@@ -57,13 +57,11 @@ def mask_count_kernel(mask_ptr, out_ptr, xnumel, rnumel, XBLOCK: tl.constexpr, R
     tl.store(out_ptr, tl.sum(keep.to(tl.int32), 0))
 
 
-@triton.jit(do_not_specialize=["nrows"])
-def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK: tl.constexpr,
-                       RBLOCK: tl.constexpr):
-    # rows (the mask's axis) along r, columns along x: out[cumsum(m)[r] - 1, x] = a[r, x] where m[r]; out has
-    # nrows rows, and no row beyond them is written whatever the mask holds
+@triton.jit
+def copy_kept_rows(keep, in_ptr, out_ptr, nrows, xnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    # rows (the mask's axis) along r, columns along x: out[cumsum(keep)[r] - 1, x] = in[r, x] where keep[r]; out
+    # has nrows rows, and no row beyond them is written whatever keep holds
     rindex = tl.arange(0, RBLOCK)
-    keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
     count = keep.to(tl.int32)
     row = tl.cumsum(count, 0) - count  # exclusive prefix sum: the output row of each kept row
     xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
@@ -73,19 +71,39 @@ def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK:
 
 
 @triton.jit(do_not_specialize=["nrows"])
+def mask_gather_kernel(mask_ptr, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK: tl.constexpr,
+                       RBLOCK: tl.constexpr):
+    rindex = tl.arange(0, RBLOCK)
+    keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
+    copy_kept_rows(keep, in_ptr, out_ptr, nrows, xnumel, XBLOCK, RBLOCK)
+
+
+@triton.jit(do_not_specialize=["nrows"])
 def mask_gather_pair_kernel(mask_ptr, in0_ptr, out0_ptr, in1_ptr, out1_ptr, nrows, xnumel, rnumel,
                             XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     # mask_gather_kernel for two tensors of as many columns, subscripted by the same mask: one launch
     rindex = tl.arange(0, RBLOCK)
     keep = tl.load(mask_ptr + rindex, mask=rindex < rnumel, other=0) != 0
-    count = keep.to(tl.int32)
-    row = tl.cumsum(count, 0) - count
-    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]
-    where = (keep & (row < nrows))[:, None] & (xindex < xnumel)
-    value0 = tl.load(in0_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
-    tl.store(out0_ptr + (row[:, None] * xnumel + xindex), value0, mask=where)
-    value1 = tl.load(in1_ptr + (rindex[:, None] * xnumel + xindex), mask=where)
-    tl.store(out1_ptr + (row[:, None] * xnumel + xindex), value1, mask=where)
+    copy_kept_rows(keep, in0_ptr, out0_ptr, nrows, xnumel, XBLOCK, RBLOCK)
+    copy_kept_rows(keep, in1_ptr, out1_ptr, nrows, xnumel, XBLOCK, RBLOCK)
+
+
+@triton.jit(do_not_specialize=["key", "nrows"])
+def mask_gather_eq_kernel(t_ptr, key, in_ptr, out_ptr, nrows, xnumel, rnumel, XBLOCK: tl.constexpr,
+                          RBLOCK: tl.constexpr):
+    # mask_gather_kernel for the mask t == key, compared here (the mask is never made)
+    rindex = tl.arange(0, RBLOCK)
+    keep = (tl.load(t_ptr + rindex, mask=rindex < rnumel, other=0) == key) & (rindex < rnumel)
+    copy_kept_rows(keep, in_ptr, out_ptr, nrows, xnumel, XBLOCK, RBLOCK)
+
+
+@triton.jit(do_not_specialize=["key", "nrows"])
+def mask_gather_pair_eq_kernel(t_ptr, key, in0_ptr, out0_ptr, in1_ptr, out1_ptr, nrows, xnumel, rnumel,
+                               XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+    rindex = tl.arange(0, RBLOCK)
+    keep = (tl.load(t_ptr + rindex, mask=rindex < rnumel, other=0) == key) & (rindex < rnumel)
+    copy_kept_rows(keep, in0_ptr, out0_ptr, nrows, xnumel, XBLOCK, RBLOCK)
+    copy_kept_rows(keep, in1_ptr, out1_ptr, nrows, xnumel, XBLOCK, RBLOCK)
 """
 
 _launchers: dict[tuple, KernelLauncher] = {}
@@ -107,26 +125,37 @@ def count(m: torch.Tensor) -> int:
     return out.item()
 
 
-def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int) -> torch.Tensor:
-    """``a[m]`` where ``m`` has ``n`` true elements ([Note: mask gather])."""
+def mask_gather(a: torch.Tensor, m: torch.Tensor, n: int, key: int | None = None) -> torch.Tensor:
+    """``a[m]`` where ``m`` has ``n`` true elements ([Note: mask gather]); given ``key``, ``a[m == key]`` of the
+    integer tensor ``m``, compared in the kernel (``key`` within ``m``'s dtype: [Note: masks the graph does not
+    make] in minidynamo/native_stretch.py)."""
     out = _empty((n, *a.shape[1:]), a.dtype, a)
     if n:
         rows = m.numel()
         columns = a.numel() // rows
-        _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, n, columns, rows)
+        if key is None:
+            _launcher("mask_gather_kernel", rows, columns, a.dtype, a.is_cuda).run(m, a, out, n, columns, rows)
+        else:
+            _launcher("mask_gather_eq_kernel", rows, columns, (m.dtype, a.dtype), a.is_cuda).run(
+                m, key, a, out, n, columns, rows)
     return out
 
 
-def mask_gather_pair(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(a[m], b[m])`` where ``m`` has ``n`` true elements, in one launch; ``a`` and ``b`` have as many elements per
-    row (``pairs``), and ``supports`` takes each ([Note: both subscripts in one launch] in
-    minidynamo/native_stretch.py)."""
+def mask_gather_pair(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor, n: int,
+                     key: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a[m], b[m])`` where ``m`` has ``n`` true elements, in one launch (``m == key`` given ``key``, as
+    ``mask_gather``); ``a`` and ``b`` have as many elements per row (``pairs``), and ``supports`` takes each
+    ([Note: both subscripts in one launch] in minidynamo/native_stretch.py)."""
     out_a, out_b = _empty((n, *a.shape[1:]), a.dtype, a), _empty((n, *b.shape[1:]), b.dtype, b)
     if n:
         rows = m.numel()
         columns = a.numel() // rows
-        _launcher("mask_gather_pair_kernel", rows, columns, (a.dtype, b.dtype), a.is_cuda).run(
-            m, a, out_a, b, out_b, n, columns, rows)
+        if key is None:
+            _launcher("mask_gather_pair_kernel", rows, columns, (a.dtype, b.dtype), a.is_cuda).run(
+                m, a, out_a, b, out_b, n, columns, rows)
+        else:
+            _launcher("mask_gather_pair_eq_kernel", rows, columns, (m.dtype, a.dtype, b.dtype), a.is_cuda).run(
+                m, key, a, out_a, b, out_b, n, columns, rows)
     return out_a, out_b
 
 
@@ -136,10 +165,11 @@ def pairs(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> bool:
         b.device == a.device and b.numel() == a.numel() and supports(b, m)
 
 
-def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None) -> bool:
+def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None, t: torch.Tensor | None = None) -> bool:
     """Start compiling the kernels that ``count(m)`` and ``mask_gather(a, m, n)`` -- or, given ``b``,
     ``mask_gather_pair(a, b, m, n)`` -- will launch, on mininductor's compile pool, and return at once (True if it
-    started).  ``a`` and ``m`` are the translator's example values
+    started); given the integer tensor ``t`` of a mask ``t == k`` left unmade, also the kernel that compares in
+    its launch.  ``a``, ``m`` and ``t`` are the translator's example values
     (fake tensors: only dtype, shape and device are read, and only concrete sizes -- reading a symbolic one
     would guard on it).
 
@@ -172,7 +202,16 @@ def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None) ->
     else:  # the two will not pair (mask_subscript asks ``pairs``): each subscript's own kernel
         launchers["mask_gather_kernel"] = (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
                                            [torch.bool, a.dtype, a.dtype, 2, columns, rows])
-        prefetch(b, m)
+        prefetch(b, m, t=t)
+    if t is not None and all(isinstance(n, int) for n in t.shape) and t.shape == m.shape and t.is_contiguous():  # 2: a key that stands for any
+        if "mask_gather_pair_kernel" in launchers:
+            launchers["mask_gather_pair_eq_kernel"] = (
+                _launcher("mask_gather_pair_eq_kernel", rows, columns, (t.dtype, a.dtype, b.dtype), True),
+                [t.dtype, 2, a.dtype, a.dtype, b.dtype, b.dtype, 2, columns, rows])
+        else:
+            launchers["mask_gather_eq_kernel"] = (
+                _launcher("mask_gather_eq_kernel", rows, columns, (t.dtype, a.dtype), True),
+                [t.dtype, 2, a.dtype, a.dtype, 2, columns, rows])
     module = types.SimpleNamespace(**{name: launcher for name, (launcher, _) in launchers.items()})
     device = a.device.index if a.device.index is not None else torch.cuda.current_device()
     async_compile.precompile(module, {name: sig for name, (_, sig) in launchers.items()}, wait=False, device=device)

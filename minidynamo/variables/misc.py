@@ -98,3 +98,20 @@ def plain_exception_class(cls: type) -> bool:
     """An exception class whose construction runs no user code (no ``__init__``/``__new__`` outside builtins)."""
     return issubclass(cls, BaseException) and all(
         k.__module__ == "builtins" or ("__init__" not in vars(k) and "__new__" not in vars(k)) for k in cls.__mro__)
+
+
+class EqualityMaskVariable(VariableTracker):
+    """A boolean mask ``t == k`` the graph leaves unmade, rebuilt as the recipe ``native_stretch.EqualityMask(t, k)``
+    for a native stretch's subscripts ([Note: masks the graph does not make] in native_stretch.py).  Made at a
+    graph break for the code it emits, never traced through."""
+
+    def __init__(self, t: VariableTracker, k: VariableTracker):
+        super().__init__()
+        self.t, self.k = t, k
+
+    def reconstruct(self, codegen):
+        from ..native_stretch import EqualityMask  # the runtime's class: native_stretch imports this module
+        codegen.load_const_object(EqualityMask, push_null=True)
+        codegen(self.t)
+        codegen(self.k)
+        codegen.call(2)

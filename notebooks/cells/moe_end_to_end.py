@@ -126,20 +126,28 @@ all of the loop's counts are one table of `flat_indices`'s values. The translato
 `Counter` of `flat_indices.tolist()`) because `flat_indices` is the same tensor, unchanged (its `_version`), and no
 user code ran in between (the trampoline counts its hops), and every later expert reads its count there ([Note: equality masks
 counted once] in `minidynamo/native_stretch.py`). The two subscripts of an expert are also gathered in one launch
-([Note: both subscripts in one launch]). Watched on the eval forward (the `eager` backend: the graphs do not matter
-here, the stretches do):"""),
+([Note: both subscripts in one launch]). And as those two subscripts are the mask's only readers, the graph no
+longer makes it: the stretch gets a recipe, `EqualityMask(flat_indices, expert_idx)`, and the gather kernel compares
+`flat_indices` with the expert's index itself. The mask is made (`t == k`, eager's own op) only where something needs
+it: the first expert's count ([Note: masks the graph does not make]). Watched on the eval forward (the `eager`
+backend: the graphs do not matter here, the stretches do):"""),
         code("""
 answers = []
-count_from_table = native_stretch.equality_count
-def watched(t, k, m):
+count_from_table, make_mask = native_stretch.equality_count, native_stretch.EqualityMask.made
+def watched(t, k, m=None):
     n = count_from_table(t, k, m)
     answers.append(f"expert {k}: " + ("counted" if n is None else f"{n} from the table"))
     return n
+def watched_making(recipe):
+    answers[-1] += ", its mask made"
+    return make_mask(recipe)
 native_stretch.equality_count, native_stretch.GATHER_ON_CPU = watched, True
+native_stretch.EqualityMask.made = watched_making
 evaluated = minicompile(make_moe("tutorial", "small").eval(), backend="eager")
 with torch.no_grad():
     evaluated(x)
 native_stretch.equality_count, native_stretch.GATHER_ON_CPU = count_from_table, False
+native_stretch.EqualityMask.made = make_mask
 print("\\n".join(answers))"""),
         md("""
 And each expert's `Linear` feeds only pointwise ops (the GELU; the multiply by the routing weight), so on a GPU its

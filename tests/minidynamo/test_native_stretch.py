@@ -245,8 +245,9 @@ def test_a_stretch_prefetches_its_subscripts_kernels_when_it_will_gather(monkeyp
     seen = []
     stand_in = type("Gather", (), {
         "supports": staticmethod(lambda a, m: False),  # the runtime keeps eager's ops on this CPU
-        "prefetch": staticmethod(lambda a, m, b=None: seen.append(
-            (a.dtype, tuple(a.shape), m.dtype, tuple(m.shape), b if b is None else (b.dtype, tuple(b.shape)))))})
+        "prefetch": staticmethod(lambda a, m, b=None, t=None: seen.append(
+            (a.dtype, tuple(a.shape), m.dtype, tuple(m.shape), b if b is None else (b.dtype, tuple(b.shape)),
+             t if t is None else (t.dtype, tuple(t.shape)))))})
     monkeypatch.setattr(native_stretch, "_mask_gather", lambda: stand_in)
     monkeypatch.setattr(minidynamo.config, "mask_gather", True)
 
@@ -268,8 +269,138 @@ def test_a_stretch_prefetches_its_subscripts_kernels_when_it_will_gather(monkeyp
             assert torch.equal(compiled(x, idx, w), f(x, idx, w))
     assert cnt.frame_count == 4 and sum(minidynamo.counters["graph_break"].values()) == 6
     # one call: the two subscripts take the same mask, so they may be gathered in one launch ([Note: both
-    # subscripts in one launch]); whether x's rows of 2 and w's of 1 pair is mininductor's to say
-    per_translation = [(torch.float32, (10, 2), torch.bool, (10,), (torch.int64, (10,)))]
+    # subscripts in one launch]); whether x's rows of 2 and w's of 1 pair is mininductor's to say.  The mask is
+    # ``idx == i``, read by the two subscripts only: the graph leaves it unmade, and the kernel that compares
+    # ``idx`` itself is prefetched too ([Note: masks the graph does not make])
+    per_translation = [(torch.float32, (10, 2), torch.bool, (10,), (torch.int64, (10,)), (torch.int64, (10,)))]
     # translations that emit a stretch: f, and the loop's resume function for i == 1 and 2 (the third entry of
     # the resume function, for the exhausted iterator, has none)
     assert seen == ([] if grad else per_translation * 3)
+
+
+def _makes_masks(graphs: list) -> int:
+    """How many ``==`` comparisons the captured graphs compute (each loop iteration's mask is one).  (Each function
+    below reads its loop index after the stretch, as the MoE reads ``expert_idx``: ``k`` must be a live local.)"""
+    import operator
+    return sum(n.op == "call_function" and n.target in (operator.eq, torch.eq) or
+               n.op == "call_method" and n.target == "eq" for gm in graphs for n in gm.graph.nodes)
+
+
+def _uses_mask_later(x, idx, w):
+    out = []
+    for i in range(3):
+        m = idx == i
+        a, b = x[m], w[m]
+        out.append(a.sum() * i + b.sum() + m.sum())  # m is read after the stretch: handed on, so made
+    return out
+
+
+def _mask_in_a_list(x, idx, w):
+    out, masks = [], []
+    for i in range(3):
+        m = idx == i
+        masks.append(m)  # a container holds it
+        a, b = x[m], w[m]
+        out.append(a.sum() * i + b.sum())
+    return out, masks
+
+
+def _mask_below_on_the_stack(x, idx, w):
+    out = []
+    for i in range(3):
+        m = idx == i
+        pair = (m, x[m], w[m])  # the break's stack holds m below the subscript's operands
+        out.append(pair[1].sum() * i + pair[2].sum() + pair[0].sum())
+    return out
+
+
+def _written_after_the_comparison(x, idx, w):
+    out = []
+    for i in range(3):
+        t = idx.clone()
+        m = t == i
+        t.add_(1)  # t changes after the graph compared it: t == i now is another mask
+        a, b = x[m], w[m]
+        out.append(a.sum() * i + b.sum() + t.sum())
+    return out
+
+
+def _stored_by_the_stretch(x, idx, w):
+    out = []
+    for i in range(3):
+        m = idx == i
+        a = x[m]
+        n = m  # the stretch stores the mask in another local, read after it
+        b = w[n]
+        out.append(a.sum() * i + b.sum() + n.sum())
+    return out
+
+
+def _unmade(x, idx, w):
+    out = []
+    for i in range(3):
+        m = idx == i
+        a = x[m]
+        b = w[m]
+        out.append(a.sum() * i + b.sum() + len(a))  # i is read after the stretch (the MoE's expert_idx is too)
+    return out
+
+
+@pytest.mark.parametrize("fn, made", [
+    (_unmade, 0),  # read by the two subscripts alone: left to them
+    (_uses_mask_later, 3),
+    (_mask_in_a_list, 3),  # (here and below the graph outputs the mask anyway: no recipe besides it)
+    (_mask_below_on_the_stack, 3),
+    (_written_after_the_comparison, 3),
+    (_stored_by_the_stretch, 3),
+])
+def test_a_mask_only_the_stretch_reads_is_left_unmade(fn, made):
+    """[Note: masks the graph does not make] (native_stretch.py): a mask ``t == k`` that only a stretch's subscripts
+    read is not computed by the graph; the stretch gets a recipe and computes ``t == k`` where it needs the mask.
+    Anything else that could see the mask, or a write to ``t`` after the comparison, keeps it in the graph.
+    Values as eager; frames and breaks as when every mask is made."""
+    x, w = torch.randn(10, 2), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    counts = {}
+    for unmade in (True, False):
+        minidynamo.reset()
+        graphs = []
+        cnt = CompileCounter()
+
+        def backend(gm, inputs, cnt=cnt, graphs=graphs):
+            graphs.append(gm)
+            return cnt(gm, inputs)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(minidynamo.config, "unmade_masks", unmade)
+            compiled = minidynamo.minicompile(fn, backend=backend)
+            with torch.no_grad():
+                for _ in range(2):
+                    got, expected = compiled(x, idx, w), fn(x, idx, w)
+                    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        assert sum(minidynamo.counters["eager_fallback"].values()) == 0
+        counts[unmade] = (cnt.frame_count, sum(minidynamo.counters["graph_break"].values()), _makes_masks(graphs))
+    assert counts[True][1] == counts[False][1] and counts[False][2] == 3  # the same breaks
+    assert counts[True][2] == made
+    # graphs: where the mask is left unmade, fn's own graph was the comparison alone: nothing left to compile
+    assert counts[True][0] == counts[False][0] - (made == 0)
+
+
+def test_an_unmade_mask_is_made_under_grad_mode_and_raises_as_eager():
+    x, w = torch.randn(10, 2, requires_grad=True), torch.randn(10)
+    idx = torch.tensor([0, 1, 2, 0, 1, 2, 0, 0, 1, 2])
+    graphs = []
+    compiled = minidynamo.minicompile(_unmade, backend=lambda gm, inputs: graphs.append(gm) or gm.forward)
+    got, expected = compiled(x, idx, w), _unmade(x, idx, w)  # grad mode: the mask is made, nonzero as before
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert _makes_masks(graphs) == 3
+    got[0].backward()
+    grad, x.grad = x.grad, None
+    expected[0].backward()
+    assert torch.equal(grad, x.grad)
+    with torch.no_grad():
+        short = torch.randn(7, 2)  # 7 rows for a mask of 10: eager's IndexError, from the made mask
+        with pytest.raises(IndexError) as caught:
+            _unmade(short, idx, w)
+        with pytest.raises(IndexError) as got_error:
+            minidynamo.minicompile(_unmade)(short, idx, w)
+    assert str(got_error.value) == str(caught.value)

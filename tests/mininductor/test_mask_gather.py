@@ -137,10 +137,10 @@ def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypa
     monkeypatch.setattr(mask_gather, "count", lambda m, count=mask_gather.count: counts.append(count(m)) or counts[-1])
     def spy(name: str):
         f = getattr(mask_gather, name)
-        return lambda *args: launches.append(name) or f(*args)
+        return lambda *args, key=None: launches.append((name, key)) or f(*args, key=key)
     for name in ("mask_gather", "mask_gather_pair"):  # [Note: both subscripts in one launch]
         monkeypatch.setattr(mask_gather, name, spy(name))
-    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m, f=native_stretch.equality_count:
+    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m=None, f=native_stretch.equality_count:
                         tables.append(f(t, k, m)) or tables[-1])
     torch.manual_seed(0)
     model = make_moe("tutorial", "small", seed=0).to(DEVICE).eval()
@@ -158,7 +158,9 @@ def test_the_tutorial_moe_under_no_grad_counts_its_masks_from_one_table(monkeypa
         assert tables[0] is None and None not in tables[1:] and len(tables) == model.num_experts
         flat = torch.topk(torch.softmax(model.gate(x), -1), model.top_k, -1).indices.view(-1)
         assert counts + tables[1:] == [int((flat == e).sum()) for e in range(model.num_experts)]
-        assert launches == ["mask_gather_pair"] * model.num_experts  # both subscripts of an expert in one launch
+        # both subscripts of an expert in one launch; with the count from the table, the mask is never made: the
+        # kernel compares flat_indices with the expert's index ([Note: masks the graph does not make])
+        assert launches == [("mask_gather_pair", None)] + [("mask_gather_pair", e) for e in range(1, len(tables))]
         counts.clear()
         tables.clear()
         launches.clear()
@@ -197,7 +199,7 @@ def _nothing(t):
 def test_a_table_of_counts_is_read_only_straight_after_a_stretch_on_the_same_unchanged_tensor(poke, in_place,
                                                                                              answered, monkeypatch):
     tables = []
-    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m, f=native_stretch.equality_count:
+    monkeypatch.setattr(native_stretch, "equality_count", lambda t, k, m=None, f=native_stretch.equality_count:
                         tables.append(f(t, k, m)) or tables[-1])
 
     def bump(t):
@@ -268,6 +270,57 @@ def test_two_subscripts_by_one_mask_are_gathered_in_one_launch_and_the_second_is
         for c in (b[:, :1].contiguous(), b.t().contiguous().t(), b[:4]):  # other columns, not contiguous, rows
             _same(mask_subscript(a, m, None, None, c), a[m])  # the first subscript alone
         assert len(pairs) == 4
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8])
+def test_the_gather_compares_t_with_a_key_itself(dtype):
+    """[Note: masks the graph does not make] (minidynamo/native_stretch.py): given ``key``, the kernels keep the rows
+    where ``t == key`` -- the mask is never made.  37 rows in a block of 64: the padding loads 0, which must not
+    count as a match for key 0."""
+    gen = torch.Generator().manual_seed(0)
+    t = torch.randint(0, 5, (37,), generator=gen).to(dtype).to(DEVICE)
+    a = torch.randn(37, 3, generator=gen).to(DEVICE)
+    b = torch.randint(-9, 9, (37, 3), generator=gen).to(DEVICE)
+    for key in (0, 1, 4, 7):
+        m = t == key
+        n = int(m.sum())
+        _same(mask_gather.mask_gather(a, t, n, key=key), a[m])
+        got_a, got_b = mask_gather.mask_gather_pair(a, b, t, n, key=key)
+        _same(got_a, a[m])
+        _same(got_b, b[m])
+
+
+@pytest.mark.usefixtures("gather_here")
+def test_a_recipe_for_a_mask_subscripts_as_the_mask():
+    """[Note: masks the graph does not make]: ``mask_subscript`` of a recipe ``EqualityMask(t, k)`` is ``a[t == k]``:
+    gathered comparing ``t`` in the kernel where the table gives the count, through the mask made once otherwise."""
+    t = torch.tensor([0, 2, 1, 2, 2, 0, 1, 2], device=DEVICE)
+    a, b = torch.randn(8, 3, device=DEVICE), torch.randn(8, 3, device=DEVICE)
+    recipe = native_stretch.EqualityMask
+    with torch.no_grad():
+        native_stretch.equality_counts.hops = 2  # called from outside: no table
+        first = recipe(t, 2)
+        _same(mask_subscript(a, first, None, None, b), a[t == 2])
+        assert first.count is None and torch.equal(first.tensor, t == 2)  # made, once
+        made = first.tensor
+        _same(mask_subscript(b, first), b[t == 2])  # handed on from the pair
+        assert first.tensor is made
+        native_stretch.equality_counts.hops = 1  # straight after a stretch on the same t: the table answers
+        second = recipe(t, 1)
+        got = mask_subscript(a, second, None, None, b)
+        assert second.count == 2 and second.tensor is None  # never made
+        handed = native_stretch._last.pending[3]
+        assert mask_subscript(b, second) is handed  # b's rows came with a's, in one launch
+        _same(got, a[t == 1])
+        _same(handed, b[t == 1])
+        _same(mask_subscript(b.clone(), second), b[t == 1])  # not the handed-on tensor: its own gather, same count
+        assert second.tensor is None
+        strided = a.t().contiguous().t()
+        _same(mask_subscript(strided, second), strided[t == 1])  # not contiguous: through the mask, made now
+        assert torch.equal(second.tensor, t == 1)
+        with pytest.raises(IndexError):  # eager's error, from the made mask
+            mask_subscript(a[:5], recipe(t, 0))
+    native_stretch.equality_counts.hops = 2
 
 
 def test_the_gather_writes_no_row_beyond_the_count_it_is_given():
