@@ -3,11 +3,12 @@
     python bench/moe_interleaved.py [--rounds 5] [--calls 20] [--steps 10] [--no-torch-compile] [--reduce-overhead]
                                     [--batch N]
                                     [--launcher-ab | --generated-launch-ab | --mask-gather-ab | --unfused-addmm-ab |
-                                     --skinny-mm-ab | --fuse-scatters-ab | --equality-counts-ab | --pair-ab]
+                                     --skinny-mm-ab | --fuse-scatters-ab | --equality-counts-ab | --pair-ab |
+                                     --unmade-masks-ab]
 
 Shared GPU hosts drift by 2x within minutes (docs/benchmarks.md), so a table of one pass per compiler compares
-hosts as much as compilers. Here every round times each compiler once, back to back, and each compiler's median
-over the rounds is reported: ratios taken this way are what the docs compare. Wall time per call with a sync at
+hosts as much as compilers. Here every round times each compiler once, back to back in a shuffled order, and each
+compiler's median over the rounds is reported: ratios taken this way are what the docs compare. Wall time per call with a sync at
 the end of each batch of calls (the tutorial MoE syncs inside every forward anyway: one ``nonzero`` per expert).
 
 ``--launcher-ab`` adds minicompile with Triton's launcher beside our own (``static_cuda_launcher.py``, the default) in
@@ -23,7 +24,9 @@ kernel] in mininductor/scheduler.py); ``--equality-counts-ab`` the same compiled
 counted on its own, not read from one table of ``flat_indices``'s values ([Note: equality masks counted once] in
 minidynamo/native_stretch.py; under ``no_grad`` only, so only the forward differs); ``--pair-ab`` the same compiled
 model with an expert's two mask subscripts gathered by a launch each, not both in one ([Note: both subscripts in
-one launch]; ``mask_gather.pairs`` refused for the second; forward only too).
+one launch]; ``mask_gather.pairs`` refused for the second; forward only too); ``--unmade-masks-ab`` adds a second
+minicompile of the model compiled with every expert's mask made by its graph ([Note: masks the graph does not
+make]; a translation-time knob, so a compile of its own; forward only).
 The train step is the document's: forward with the aux loss, MSE, backward, grad clipping, AdamW, after warm-up
 steps; gradients of the first step are checked against eager first. ``--reduce-overhead`` adds both compilers in
 ``mode="reduce-overhead"`` to the forward's rounds (CUDA graphs; not to the train step).
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import random
 import statistics
 import sys
 import time
@@ -83,11 +87,14 @@ def train_step(model, x, y):
 
 
 def interleave(cases: dict, rounds: int, calls: int) -> dict[str, float]:
-    """``{name: median ms}``: each round times every case once, in turn. A case is ``(fn, before)``; ``before``
-    (or None) runs ahead of each timing, untimed."""
+    """``{name: median ms}``: each round times every case once, in an order shuffled per round (seeded: a fixed
+    order favoured or slowed a case by its position, up to 15% in the thirty-fifth session). A case is ``(fn,
+    before)``; ``before`` (or None) runs ahead of each timing, untimed."""
     times: dict[str, list[float]] = {name: [] for name in cases}
+    order = random.Random(0)
     for _ in range(rounds):
-        for name, (fn, before) in cases.items():
+        for name in order.sample(list(cases), len(cases)):
+            fn, before = cases[name]
             if before is not None:
                 before()
             fn()
@@ -110,6 +117,7 @@ def main() -> None:
     ab.add_argument("--fuse-scatters-ab", action="store_true")
     ab.add_argument("--equality-counts-ab", action="store_true")
     ab.add_argument("--pair-ab", action="store_true")
+    ab.add_argument("--unmade-masks-ab", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--batch", type=int, default=None, help="default: the reference size's 32")
     parser.add_argument("--reduce-overhead", action="store_true")
@@ -156,6 +164,10 @@ def main() -> None:
         models["minicompile, scatter alone"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "fuse_scatters", True)
         before["minicompile, scatter alone"] = lambda: setattr(config, "fuse_scatters", False)
+    if args.unmade_masks_ab:  # another compile of the model, whose graphs make every expert's mask
+        models["minicompile, masks made"] = minidynamo.minicompile(copy.deepcopy(base))
+        before["minicompile"] = lambda: setattr(minidynamo.config, "unmade_masks", True)
+        before["minicompile, masks made"] = lambda: setattr(minidynamo.config, "unmade_masks", False)
     if args.skinny_mm_ab:  # another compile of the model, whose few-row mm stay cuBLAS calls
         models["minicompile, cuBLAS mm"] = minidynamo.minicompile(copy.deepcopy(base))
         before["minicompile"] = lambda: setattr(config, "skinny_mm", "gpu")
