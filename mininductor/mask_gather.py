@@ -160,9 +160,10 @@ def mask_gather_pair(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor, n: int,
 
 
 def pairs(a: torch.Tensor, b: torch.Tensor, m: torch.Tensor) -> bool:
-    """Can ``mask_gather_pair`` take ``a[m]`` and ``b[m]`` together?  (``a[m]`` alone is ``supports``'s.)"""
+    """Can ``mask_gather_pair`` take ``a[m]`` and ``b[m]`` together, where ``supports(a, m)`` holds?  On ``a``'s
+    device, with as many elements, ``b`` is then supported if Triton copies its dtype."""
     return type(b) is torch.Tensor and b.dim() >= 1 and b.shape[0] == m.shape[0] and b.is_contiguous() and \
-        b.device == a.device and b.numel() == a.numel() and supports(b, m)
+        b.device == a.device and b.numel() == a.numel() and b.dtype in DTYPES
 
 
 def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None, t: torch.Tensor | None = None) -> bool:
