@@ -1,7 +1,7 @@
 """Step 9 of the tour: the MoE timing table, eager / torch.compile / minicompile x {eval forward, train step}.
 
 Each cell is the median wall-clock ms of several calls, after warm-up calls that are not counted (compiling,
-autotuning, caches). minicompile's cells reuse the wrappers steps 7 and 8 compiled and warmed up, so they hold no
+autotuning, caches); a row's calls are timed in rounds that take the three compilers in a shuffled order. minicompile's cells reuse the wrappers steps 7 and 8 compiled and warmed up, so they hold no
 compile time. ``MINICOMPILE_DEMO_QUICK=1`` skips torch.compile (30+ s per model on CPU). The footnotes under the
 table say what the numbers mean on CPU, where minicompile's kernels run in Triton's interpreter.
 """
@@ -9,6 +9,7 @@ table say what the numbers mean on CPU, where minicompile's kernels run in Trito
 from __future__ import annotations
 
 import contextlib
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -20,7 +21,8 @@ from minidynamo.examples.tour.console import clip, progress, quiet_warnings
 from minidynamo.examples.tour.moe_compile import MOE, CompiledMoE
 from minidynamo.examples.tour.settings import DEVICE, MOE_SIZE, QUICK
 
-TRAIN_WARMUP = 20 if DEVICE == "cuda" else 2  # train steps before timing: see _time_cell
+TRAIN_WARMUP = 20 if DEVICE == "cuda" else 2  # train steps before timing: see _time_row
+ROUNDS = 5 if DEVICE == "cuda" else 1  # each row's timed calls, in rounds over the three compilers: see _time_row
 COMPILERS = ("eager", "torch.compile", "minicompile")
 
 
@@ -30,9 +32,7 @@ def time_moe() -> None:
         raise RuntimeError("no MoE was compiled (steps 7 and 8)")
     fwd_iters, train_iters = (20, 10) if DEVICE == "cuda" else (5, 3)
     with _one_cpu_thread():
-        rows = [(kind, phase, [_time_cell(kind, phase, compiler,
-                                          fwd_iters if phase == "eval forward" else train_iters)
-                               for compiler in COMPILERS])
+        rows = [(kind, phase, _time_row(kind, phase, fwd_iters if phase == "eval forward" else train_iters))
                 for kind in MOE for phase in ("eval forward", "train step")]
     print(f"\n   MoE timing table: ms per call, median of {fwd_iters} forwards / {train_iters} train steps "
           f"({MOE_SIZE} size, {DEVICE})")
@@ -49,29 +49,51 @@ def _print_footnotes() -> None:
               "     generated code; run on a GPU to compare compilers (bench/moe.py, docs/benchmarks.md).")
         print("   * CPU timings use one intra-op thread: on a shared machine, spinning OpenMP threads made eager\n"
               "     times swing by 100x from run to run.")
-    print(f"   * train steps are timed after {TRAIN_WARMUP} warm-up steps for every compiler: each step changes the\n"
+    print(f"   * each row times the three compilers in {ROUNDS} round(s), in a shuffled order each round, after\n"
+          f"     warm-up calls; train steps after {TRAIN_WARMUP} warm-up steps for every compiler: each step changes the\n"
           "     weights, so the routing, and the tutorial MoE meets (expert, case) pairs it has not compiled yet\n"
           "     (one row, or more rows than its capacity) for a while; each costs minicompile a translation.")
     if QUICK:
         print("   * torch.compile skipped: MINICOMPILE_DEMO_QUICK is set (unset it for the full table).")
 
 
-def _time_cell(kind: str, phase: str, compiler: str, iters: int) -> str:
-    if compiler == "torch.compile" and QUICK:
-        return "skipped"
+def _time_row(kind: str, phase: str, iters: int) -> list[str]:
+    """One row's three cells.  Each compiler is warmed up first (compiles, autotuning; ``TRAIN_WARMUP`` steps for a
+    train step), then called ``iters`` times in ``ROUNDS`` rounds, each round timing all three in a shuffled order:
+    a host that slows down for a while (the pool of compile workers torch.compile starts, still busy after its
+    first call) then slows the three alike, not whichever was timed at that moment."""
     entry = MOE[kind]
-    try:
-        fn = _compiled_for(entry, compiler)
-        with progress(f"timing {compiler} {kind} MoE {phase}", quiet=compiler == "eager"), quiet_warnings():
-            train = phase != "eval forward"
-            # train steps change the weights and so the routing: the tutorial MoE meets new (expert, case) pairs
-            # for a while and minicompile translates each once; every compiler gets the same warm-up steps
-            ms = _median_ms(_train_step(fn, entry) if train else _forward(fn, entry), iters,
-                            warmup=TRAIN_WARMUP if train else 2)
-        return f"{ms:.2f}"
-    except Exception as e:  # noqa: BLE001 -- one failing cell must not lose the table
-        print(f"     {compiler} {kind} {phase} failed: {type(e).__name__}: {clip(str(e), 100)}")
-        return "failed"
+    train = phase != "eval forward"
+    calls: dict[str, Callable[[], Any]] = {}
+    cells = {"torch.compile": "skipped"} if QUICK else {}
+    for compiler in COMPILERS:
+        if compiler in cells:
+            continue
+        try:
+            fn = _compiled_for(entry, compiler)
+            with progress(f"warming up {compiler} {kind} MoE {phase}", quiet=compiler == "eager"), quiet_warnings():
+                call = _train_step(fn, entry) if train else _forward(fn, entry)
+                for _ in range(TRAIN_WARMUP if train else 2):
+                    call()
+            calls[compiler] = call
+        except Exception as e:  # noqa: BLE001 -- one failing cell must not lose the table
+            print(f"     {compiler} {kind} {phase} failed: {type(e).__name__}: {clip(str(e), 100)}")
+            cells[compiler] = "failed"
+    times: dict[str, list[float]] = {compiler: [] for compiler in calls}
+    order = random.Random(0)
+    with quiet_warnings():
+        for _ in range(ROUNDS):
+            for compiler in order.sample(list(calls), len(calls)):
+                if compiler in cells:  # failed in an earlier round
+                    continue
+                try:
+                    times[compiler] += [_timed_ms(calls[compiler]) for _ in range(max(1, iters // ROUNDS))]
+                except Exception as e:  # noqa: BLE001
+                    print(f"     {compiler} {kind} {phase} failed: {type(e).__name__}: {clip(str(e), 100)}")
+                    cells[compiler] = "failed"
+    for compiler, ms in times.items():
+        cells.setdefault(compiler, f"{statistics.median(ms):.2f}")
+    return [cells[compiler] for compiler in COMPILERS]
 
 
 @contextlib.contextmanager
@@ -122,18 +144,13 @@ def _train_step(fn: Callable, entry: CompiledMoE) -> Callable[[], Any]:
     return step
 
 
-def _median_ms(fn: Callable[[], Any], iters: int, warmup: int = 2) -> float:
-    """Wall-clock median; the first calls (compiling, autotuning, caches) are warm-up and not counted."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        sync()
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+def _timed_ms(fn: Callable[[], Any]) -> float:
+    """One call's wall-clock ms, the device idle before it and waited for after it."""
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return (time.perf_counter() - t0) * 1e3
 
 
 def sync() -> None:
