@@ -318,8 +318,8 @@ def equality_count(t, k, m=None) -> int | None:
 # locals and replays side effects, stores of Python values; an attribute store, which could run a user's setter,
 # refuses).  And only the stretch's subscripts may see the recipe: no other stack slot, container or cell, no
 # local live after the stretch or that the stretch stores it in.  Under grad mode (the training forward) the graph
-# still makes the mask, as the subscripts there use ``nonzero`` anyway; ``config.unmade_masks``.  8.5% off the
-# tutorial MoE's eval forward on an H200 host (docs/benchmarks.md, thirty-sixth session).  Upstream keeps the
+# still makes the mask, as the subscripts there use ``nonzero`` anyway; ``config.unmade_masks``.  8.5-10.7% off
+# the tutorial MoE's eval forward on H200 hosts (docs/benchmarks.md, thirty-sixth session).  Upstream keeps the
 # comparison in its graph.
 class EqualityMask:
     """``t == k``, which the graph did not make ([Note: masks the graph does not make])."""
