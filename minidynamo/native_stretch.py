@@ -363,7 +363,7 @@ def equality_subscript(a, m: EqualityMask, b=None):
     return mask_subscript(a, m.made(), None, None, b)
 
 
-def unmade_mask(tx, stretch: NativeStretch, live: list[str]):
+def unmade_mask(tx, stretch: NativeStretch, live: list[str]) -> EqualityMaskVariable | None:
     """The recipe that stands for the breaking subscript's mask (the top of ``tx.stack``) when the graph need not
     make it ([Note: masks the graph does not make]); None otherwise.  The caller makes sure that no stack slot,
     container or cell holds the mask; this checks the rest."""
