@@ -204,7 +204,8 @@ def prefetch(a: torch.Tensor, m: torch.Tensor, b: torch.Tensor | None = None, t:
         launchers["mask_gather_kernel"] = (_launcher("mask_gather_kernel", rows, columns, a.dtype, True),
                                            [torch.bool, a.dtype, a.dtype, 2, columns, rows])
         prefetch(b, m, t=t)
-    if t is not None and all(isinstance(n, int) for n in t.shape) and t.shape == m.shape and t.is_contiguous():  # 2: a key that stands for any
+    # a mask t == k left unmade: the kernel that compares t itself (2 stands for any key)
+    if t is not None and all(isinstance(n, int) for n in t.shape) and t.shape == m.shape and t.is_contiguous():
         if "mask_gather_pair_kernel" in launchers:
             launchers["mask_gather_pair_eq_kernel"] = (
                 _launcher("mask_gather_pair_eq_kernel", rows, columns, (t.dtype, a.dtype, b.dtype), True),

@@ -1,9 +1,10 @@
 """Step 9 of the tour: the MoE timing table, eager / torch.compile / minicompile x {eval forward, train step}.
 
 Each cell is the median wall-clock ms of several calls, after warm-up calls that are not counted (compiling,
-autotuning, caches); a row's calls are timed in rounds that take the three compilers in a shuffled order. minicompile's cells reuse the wrappers steps 7 and 8 compiled and warmed up, so they hold no
-compile time. ``MINICOMPILE_DEMO_QUICK=1`` skips torch.compile (30+ s per model on CPU). The footnotes under the
-table say what the numbers mean on CPU, where minicompile's kernels run in Triton's interpreter.
+autotuning, caches); a row's calls are timed in rounds that take the three compilers in a shuffled order.
+minicompile's cells reuse the wrappers steps 7 and 8 compiled and warmed up, so they hold no compile time.
+``MINICOMPILE_DEMO_QUICK=1`` skips torch.compile (30+ s per model on CPU). The footnotes under the table say what
+the numbers mean on CPU, where minicompile's kernels run in Triton's interpreter.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ def _print_footnotes() -> None:
         print("   * CPU timings use one intra-op thread: on a shared machine, spinning OpenMP threads made eager\n"
               "     times swing by 100x from run to run.")
     print(f"   * each row times the three compilers in {ROUNDS} round(s), in a shuffled order each round, after\n"
-          f"     warm-up calls; train steps after {TRAIN_WARMUP} warm-up steps for every compiler: each step changes the\n"
-          "     weights, so the routing, and the tutorial MoE meets (expert, case) pairs it has not compiled yet\n"
-          "     (one row, or more rows than its capacity) for a while; each costs minicompile a translation.")
+          f"     warm-up calls; train steps after {TRAIN_WARMUP} warm-up steps for every compiler: each step\n"
+          "     changes the weights, so the routing, and the tutorial MoE meets (expert, case) pairs it has not\n"
+          "     compiled yet (one row, or more rows than its capacity) for a while; each costs minicompile a\n"
+          "     translation.")
     if QUICK:
         print("   * torch.compile skipped: MINICOMPILE_DEMO_QUICK is set (unset it for the full table).")
 
