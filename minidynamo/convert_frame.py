@@ -21,16 +21,11 @@ from bytecode import Instr
 
 from . import bytecode_transformation as bt
 from . import config
+from .break_points import breaking_offset, can_break_at
 from .cache_entry import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen
 from .exc import Unsupported, without_frames
-from .graph_break import (
-    breaking_offset,
-    built_after_side_effects,
-    can_break_at,
-    cell_stores,
-    tensors_to_output,
-)
+from .graph_break import built_after_side_effects, cell_stores, tensors_to_output
 from .guards import GuardManager
 from .output_graph import OutputGraph
 from .source import LocalSource

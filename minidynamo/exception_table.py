@@ -2,7 +2,7 @@
 or a 3.12 inlined comprehension, and where the outermost try statement around it starts.
 
 In:  a code object and a bytecode offset.  Out: plain answers (a list of handler kinds, a bool, an offset).
-``graph_break.py`` asks them before it moves a break or refuses one; no upstream twin of its own (upstream reads
+``break_points.py`` asks them before it moves a break or refuses one; no upstream twin of its own (upstream reads
 the exception table inside ``symbolic_convert.py``).
 """
 from __future__ import annotations

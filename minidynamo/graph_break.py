@@ -1,16 +1,15 @@
-"""Graph breaks: where a frame may be split, and the code that splits it there.
+"""Graph breaks: the code that splits a frame where the translator stopped.
 
 In:  the root translator stopped at an instruction it cannot trace (``InstructionTranslator.step`` reached its
 ``break_offset``), with the stack, the symbolic locals and the side effects recorded so far.  Out: the instructions
 of the transformed code: (1) call the graph captured so far, (2) rebuild the stack and replay the side effects,
 (3) run the breaking instruction *natively* -- a data-dependent jump takes both branches, a ``FOR_ITER`` both exits --
-and (4) return a ``Continuation`` to the resume function of each place it may go on (``continue_at``).  Also here:
-the checks ``convert_frame`` makes before it restarts a translation with a break (``can_break_at``; a break inside a
-3.12 inlined comprehension moves to its start and runs all of it natively: ``inlined_comprehension.py``; one inside
-a ``try`` block moves to the try statement, which runs eagerly from there: [Note: a break inside a try block]) and the
-refusals of a break that a resume function could not reproduce (inside an ``except`` block, a closable generator).
-The ``with`` regions a break leaves open (grad mode, autocast, record_function exits handed on, the exit guard
-around the native instruction, a user context manager's block) are ``reenter_with.py``'s.
+and (4) return a ``Continuation`` to the resume function of each place it may go on (``continue_at``).  Where a
+frame may break at all, and where a break moves to (the start of a 3.12 inlined comprehension, which then runs
+natively: ``inlined_comprehension.py``; the start of a ``try`` statement, which runs eagerly from there), is
+``break_points.py``'s; so are the two refusals made here, with the stack in hand (inside an ``except`` block, a
+closable generator).  The ``with`` regions a break leaves open (grad mode, autocast, record_function exits handed
+on, the exit guard around the native instruction, a user context manager's block) are ``reenter_with.py``'s.
 
     def toy(x):                          transformed toy (the break at ``if``):
         a = torch.sin(x)                     ___graph_out = __compiled_fn_0(x)
@@ -25,27 +24,20 @@ The resume functions themselves, and the helpers the transformed code calls (``C
 """
 from __future__ import annotations
 
-import dis
 import functools
-import inspect
-import itertools
 import types
 
 from bytecode import Instr, Label
 
 from . import bytecode_transformation as bt
-from .bytecode_analysis import closing_runs_code, livevars_analysis, super_reads_a_cell
+from .break_points import JUMPS, refuse_break_in_except_block, refuse_break_making_a_closable_generator
+from .bytecode_analysis import livevars_analysis
 from .codegen import GRAPH_OUT, LoadedObject, PyCodegen
-from .exc import Unsupported, refuse_frame, unimplemented
-from .exception_table import (
-    inside_inlined_comprehension,
-    inside_try_block,
-    try_statement_start,
-)
+from .exc import Unsupported, unimplemented
+from .exception_table import try_statement_start
 from .inlined_comprehension import (
     comprehension_starting_at,
     emit_comprehension,
-    enclosing_comprehension,
     locals_handed_on,
 )
 from .native_stretch import (
@@ -63,115 +55,18 @@ from .reenter_with import emit_under_exit_guard, inside_user_with_block, stack_i
 from .resume_execution import (
     Continuation,
     bind_closure,
-    cell_check_offsets,
     compiled_callee,
     compiled_module_call,
     copy_instruction,
     forward_jump_name,
 )
 from .variables.base import VariableTracker
-from .variables.builder import LazyVariableTracker
 from .variables.dicts import DictIteratorVariable, DictVariable, DictViewVariable
 from .variables.iter import LazyIteratorVariable, ListIteratorVariable
 from .variables.lists import BaseListVariable, SliceVariable
 from .variables.misc import EqualityMaskVariable
 from .variables.sym_node import SymNodeVariable
 from .variables.tensor import TensorVariable
-
-
-# [Note: no graph break in an except block]  While an ``except`` block (or a ``finally`` block reached by an
-# exception) runs, the exception it handles is interpreter state: ``sys.exc_info()``, a bare ``raise`` and
-# ``logging.exception`` read it, and ``e.__traceback__``/``__context__`` live on the real exception object.  A resume
-# function is called from plain code and its ``e`` is an exception rebuilt from its args: it saw no exception
-# (``raise`` gave "RuntimeError: No active exception to reraise"), and no traceback.  So a break there is refused and
-# the frame runs eagerly.  Such code is found by the marker ``PUSH_EXC_INFO`` leaves on the stack until
-# ``POP_EXCEPT`` (``PreviousExceptionVariable``): exact on 3.11 and 3.12 alike, where the exception table's
-# cleanup handlers differ.
-def refuse_break_in_except_block(tx) -> None:
-    from .variables.misc import PreviousExceptionVariable
-    if any(isinstance(v, PreviousExceptionVariable) for v in tx.stack):
-        unimplemented("a graph break inside an except block (the exception it handles cannot be handed to a "
-                      "resume function)", "the frame runs eagerly; move the code that breaks out of the except block")
-
-
-def refuse_break_making_a_closable_generator(tx, inst, callee) -> None:
-    """A break at the call of a generator function whose close runs code, or at ``iter(obj)`` whose ``__iter__``
-    is one: see [Note: drops Python must see] in exc.py."""
-    from .variables.functions import BaseUserFunctionVariable
-    code = None
-    if isinstance(callee, BaseUserFunctionVariable):
-        code = callee.get_code()
-    elif inst.opname == "GET_ITER" and tx.stack:
-        v = tx.stack[-1]  # a lazy input is not realised (guarded): a refusal holds for every call
-        try:
-            cls = type(v.value) if isinstance(v, LazyVariableTracker) else v.python_type()
-        except NotImplementedError:
-            cls = None
-        code = getattr(inspect.getattr_static(cls, "__iter__", None), "__code__", None)
-    if code is not None and closing_runs_code(code):
-        refuse_frame(f"a graph break that makes generator {code.co_name}, whose close runs code (a `finally` or "
-                     "`with` block) when Python drops it; a resume function would run it later",
-                     "the frame runs eagerly; build a list of the items first")
-
-
-def breaking_offset(code: types.CodeType, offset: int | None) -> int | None:
-    """Where a frame that failed at ``offset`` breaks: there; inside a 3.12 inlined comprehension, at the start of
-    the outermost one ([Note: a break inside an inlined comprehension]); inside a try block, at the start of the
-    outermost try statement ([Note: a break inside a try block])."""
-    comp = enclosing_comprehension(code, offset)
-    if comp is not None:
-        offset = comp.start
-    start = try_statement_start(code, offset) if offset is not None else None
-    return start if start is not None else offset
-
-
-def can_break_at(code: types.CodeType, offset: int | None) -> bool:
-    if offset is None or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE) or \
-            not cells_movable(code) or reads_frame_locals(code) or super_reads_a_cell(code):
-        return False
-    if offset in cell_check_offsets(code):  # no original instruction to resume at
-        return False
-    inst = next(i for i in bt.decode(code) if i.offset == offset)
-    if inside_try_block(code, offset):  # only at a try statement's start: [Note: a break inside a try block]
-        return try_statement_start(code, offset) == offset
-    if inside_inlined_comprehension(code, offset):
-        return False  # see inside_inlined_comprehension
-    return inst.opname not in NOT_BREAKABLE and (not inst.opname.startswith("JUMP") or inst.opname in JUMPS)
-
-
-@functools.lru_cache(maxsize=4096)
-def reads_frame_locals(code: types.CodeType) -> bool:
-    """Does ``code`` call ``locals()``, or ``vars()``/``dir()`` without an argument?
-
-    Split at a graph break, such a frame would run the call natively in a resume function, whose locals are not the
-    frame's: the live ones only, plus the generated ``___graph_out``.  So it is never split: run eagerly."""
-    instrs = [i for i in bt.decode(code) if i.opname not in ("CACHE", "PRECALL", "PUSH_NULL")]
-    for inst, nxt in itertools.pairwise(instrs):
-        if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and (inst.argval == "locals" or inst.argval in ("vars", "dir")
-                                                            and nxt.opname == "CALL" and nxt.arg == 0):
-            return True
-    return False
-
-
-def cells_movable(code: types.CodeType) -> bool:
-    """Can a resume function take this frame's cells as free variables (see [Note: cells of resume functions])?
-
-    Not when a cell is made mid-body or its slot is used as a plain local: 3.12 inlined comprehensions whose
-    variable a lambda captures do ``LOAD_FAST_AND_CLEAR k; MAKE_CELL k`` (a fresh cell per run) and restore the
-    outer binding with ``STORE_FAST k``; a free variable cannot be re-made that way.  Such frames run eagerly.
-    """
-    if not code.co_cellvars:
-        return True
-    seen_resume = False
-    for inst in dis.get_instructions(code):
-        if inst.opname == "RESUME":
-            seen_resume = True
-        elif inst.opname == "MAKE_CELL" and seen_resume:  # noqa: SIM114 - two reasons, two branches
-            return False
-        elif "FAST" in inst.opname and \
-                any(n in code.co_cellvars for n in (inst.argval if isinstance(inst.argval, tuple) else (inst.argval,))):
-            return False
-    return True
 
 
 def tensors_to_output(values: list[VariableTracker]) -> list[VariableTracker]:
@@ -242,15 +137,6 @@ def built_after_side_effects(value: VariableTracker) -> bool:
 
     walk(value)
     return found
-
-
-NOT_BREAKABLE = {"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF", "LOAD_FAST", "LOAD_FAST_CHECK",
-                 "LOAD_FAST_AND_CLEAR", "LOAD_CLOSURE", "LOAD_DEREF", "MAKE_CELL", "COPY_FREE_VARS", "RESUME",
-                 "RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR", "KW_NAMES", "PRECALL",
-                 "END_FOR", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", "SEND", "RAISE_VARARGS", "RERAISE",
-                 "NOP", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "COPY", "SWAP", "POP_TOP", "LOAD_CONST",
-                 "STORE_GLOBAL", "FOR_ITER_NOT_OPAQUE"}
-JUMPS = {f"POP_JUMP_{d}IF_{c}" for d in ("", "FORWARD_", "BACKWARD_") for c in ("TRUE", "FALSE", "NONE", "NOT_NONE")}
 
 
 def wrap_callee(tx, v: VariableTracker) -> VariableTracker:

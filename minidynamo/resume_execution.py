@@ -189,7 +189,7 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack_slots: list
             ins.entry = split.get(ins.entry, ins.entry)
             active = None
         if isinstance(ins, Instr) and ins.name == "MAKE_CELL":
-            ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see can_break_at
+            ins = Instr("NOP", location=ins.location)  # only in the (dead) prologue: see break_points.can_break_at
         elif isinstance(ins, Instr) and isinstance(ins.arg, CellVar):
             if id(ins) in checked:
                 body += _check_cell_bound_instrs(ins.arg.name, ins.location)
