@@ -70,6 +70,11 @@ skinny_mm_max_rows: int = 4
 # ... whose left operand, when computed (a pointwise op of more than this many ops, such as GELU), is stored once
 # rather than recomputed for each column (a gather, 2 ops, is recomputed)
 skinny_mm_inline_ops: int = int(os.environ.get("MINICOMPILE_SKINNY_MM_INLINE_OPS", "8"))
+# An fp32/fp64 ``mm``/``bmm`` (``addmm``/``baddbmm``: plus their bias) of at most ``small_mm_max_products``
+# products (batch x rows x columns x K) lowers as a reduction kernel too, whatever its row count ([Note: a small
+# matmul as a reduction] in extern_lowering.py): "gpu" (the default), "always" (the CPU too: tests), "never".
+small_mm: str = os.environ.get("MINICOMPILE_SMALL_MM", "gpu")
+small_mm_max_products: int = 1 << 22
 
 # Transposing pointwise kernels get 2-D tiles on the GPU; tests turn this on to run that code on CPU too.
 tile_in_interpreter: bool = False

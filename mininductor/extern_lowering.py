@@ -6,10 +6,12 @@ a call to cuBLAS/cuDNN (or ATen's CPU kernel) in the generated wrapper, on reali
 eager gives (chapter 6). A skinny fp32 ``bmm``/``mm`` may become a ``MatmulChoice`` instead (matmul_template.py).
 Two lowerings avoid the call altogether, on the GPU: an ``addmm`` whose result only pointwise ops read is an
 ``mm`` plus a bias its consumer adds ([Note: a bias added by its consumer]), and an fp32/fp64 ``mm`` of at most
-four rows is a reduction kernel ([Note: a skinny mm as a reduction]).
+four rows, or any matrix product of few enough products, is a reduction kernel ([Note: a skinny mm as a
+reduction], [Note: a small matmul as a reduction]).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import sympy
@@ -64,12 +66,19 @@ def make_extern(kernel: str, args: Sequence, kwargs=None, fallback: bool = False
     return TensorBox(ir.StorageBox(node))
 
 
+# The matrix products a reduction can stand for: op -> whether its first argument is a bias added to the product.
+PRODUCTS = {aten.mm.default: False, aten.bmm.default: False, aten.addmm.default: True, aten.baddbmm.default: True}
+
+
 def _extern_lowering(op) -> callable:
     def lower(*args, **kwargs):
         if op is aten.addmm.default and not kwargs and prefers_unfused_addmm(*args):
             return unfused_addmm(*args)
-        if op is aten.mm.default and not kwargs and prefers_reduction_mm(*args):
-            return mm_as_reduction(*args)
+        if op in PRODUCTS and not kwargs:
+            bias, (a, b) = (args[0], args[1:]) if PRODUCTS[op] else (None, args)
+            if (op is aten.mm.default and prefers_reduction_mm(a, b)) or is_small_mm(a, b):
+                product = mm_as_reduction(a, b)
+                return product if bias is None else lowerings[aten.add.Tensor](product, bias)
         template = op._opname in ("bmm", "mm") and not kwargs and \
             matmul_template.use_template(op._opname, *args, device_of(args))
         return make_extern(f"torch.ops.{op}", args, kwargs, template=template)
@@ -111,7 +120,7 @@ def _pointwise_use(node: torch.fx.Node) -> bool:
 
 
 def unfused_addmm(bias, a, b) -> TensorBox:
-    if prefers_reduction_mm(a, b):
+    if prefers_reduction_mm(a, b) or is_small_mm(a, b):
         product = mm_as_reduction(a, b)
     else:
         product = make_extern(f"torch.ops.{aten.mm.default}", [a, b])  # addmm's result layout: a contiguous (m, n)
@@ -155,6 +164,36 @@ def prefers_reduction_mm(a, b) -> bool:
     return _rows_at_most(a.get_size()[0], config.skinny_mm_max_rows)
 
 
+# [Note: a small matmul as a reduction]  The same lowering pays for any product small enough, whatever its row
+# count.  The compile-friendly MoE routes with three: the gate's ``addmm`` (32 x 1024 by 1024 x 32, read by the
+# softmax) and the dispatch and combine ``einsum``s (a ``bmm`` of 128 x 32 by 32 x 1024, and of 32 x 128 by
+# 128 x 1024).  Each is a few microseconds of GPU work, and each cuBLAS call cost 35-60 us of host time on an
+# H200 host (``addmm`` the most), where one of our launches costs 5-7 -- all of it before the expert matmuls, the
+# forward's only large GPU work, could start.  So an fp32/fp64 ``mm``/``bmm`` of at most
+# ``config.small_mm_max_products`` products (batch x rows x columns x K: 2^22, which the three above reach and a
+# 256-sample batch's do not) is a reduction too, and ``addmm``/``baddbmm`` are that reduction plus their bias,
+# added by whatever kernel reads the sum.  Its kernel takes one config, untimed, as the skinny mm's (``skinny_mm``;
+# ``outer_mm``, the column reduction's block sizes, where neither operand is contiguous along K): timing the
+# combine's six candidates cost the friendly MoE's first call half a second.  On an H200 the
+# friendly forward's host time went from 0.212 to 0.152 ms and its GPU time from 0.302 to 0.278 (the gate's
+# ``sgemm`` took 20 us, its reduction takes 2; docs/benchmarks.md, thirty-seventh session).  Static sizes only (a
+# symbolic size has no bound on the product without a guard); fp16/bf16 keep cuBLAS, as for the skinny mm.
+# Upstream's Inductor keeps cuBLAS for these (its opt-in ``decompose_mem_bound_mm`` pass decomposes some into
+# pointwise products and a sum).  ``config.small_mm``: "gpu" (the default), "always" (the CPU too: tests), "never".
+def is_small_mm(a, b) -> bool:
+    """Should ``mm``/``bmm(a, b)`` lower as a reduction for its size ([Note: a small matmul as a reduction])?"""
+    if config.small_mm == "never" or not isinstance(a, ir.IRNode) or not isinstance(b, ir.IRNode):
+        return False
+    if device_of((a, b)).type != "cuda" and config.small_mm != "always":
+        return False
+    if a.get_dtype() not in (torch.float32, torch.float64) or b.get_dtype() != a.get_dtype():
+        return False
+    sizes = [*a.get_size(), b.get_size()[-1]]
+    if any(is_symbolic(s) for s in sizes):
+        return False
+    return math.prod(int(s) for s in sizes) <= config.small_mm_max_products
+
+
 def _rows_at_most(m, limit: int) -> bool:
     """``m <= limit`` for every size the graph serves: a static ``m``, or a symbolic one the ShapeEnv bounds so
     (never guarded here: [Note: a skinny mm as a reduction])."""
@@ -168,15 +207,18 @@ def _rows_at_most(m, limit: int) -> bool:
 
 def mm_as_reduction(a, b) -> TensorBox:
     """``sum_k a[m, k] * b[k, n]``: the ``[m, n, k]`` products of ``a[:, None, :]`` and ``b.T[None]``, summed over
-    the last dim (contiguous in ``k`` for an ``nn.Linear`` weight's transpose, so each output reads a row of it).
-    The reduction reads each ``a[m, k]`` once per column: an ``a`` that is costly to compute is computed once,
-    into a buffer, first ([Note: a skinny mm as a reduction])."""
+    the last dim (contiguous in ``k`` for an ``nn.Linear`` weight's transpose, so each output reads a row of it);
+    for ``bmm``, the same within each batch (``[batch, m, n, k]``).  The reduction reads each ``a[m, k]`` once per
+    column: an ``a`` that is costly to compute is computed once, into a buffer, first ([Note: a skinny mm as a
+    reduction])."""
     storage = a.storage() if isinstance(a, TensorBox) else None
     if storage is not None and isinstance(storage.data, ir.Pointwise) and \
             extract_read_writes(storage.data).op_count > config.skinny_mm_inline_ops:
         a.realize()
-    products = lowerings[aten.mul.Tensor](unsqueeze(a, 1), unsqueeze(permute(b, [1, 0]), 0))
-    result = make_reduction(products, [2], False, "sum", a.get_dtype())
+    batch = len(a.get_size()) - 2  # 0 for mm, 1 for bmm
+    b_t = permute(b, [*range(batch), batch + 1, batch])
+    products = lowerings[aten.mul.Tensor](unsqueeze(a, batch + 1), unsqueeze(b_t, batch))
+    result = make_reduction(products, [batch + 2], False, "sum", a.get_dtype())
     reduction = result.storage().data if result.storage() is not None else None
     if isinstance(reduction, ir.ComputedBuffer) and isinstance(reduction.data, Reduction):
         reduction.data.skinny_mm = True  # its kernel takes one config, untimed (codegen/tiling.reduction_hint)

@@ -195,17 +195,22 @@ def load_module(source: str, interpret: bool):
 SMALL_KERNEL = 1 << 20
 
 
+# The hints of a matmul lowered as a reduction (codegen/tiling.reduction_hint), and the block sizes each takes.
+MATMUL_HINTS = {"skinny_mm": "inner", "outer_mm": "outer"}
+
+
 def candidate_configs(kind: str, xnumel: int, rnumel: int, hint: str = "inner", interpret: bool = False) -> list[dict]:
     """The block sizes a kernel may be launched with (the first is the default; the GPU times them all once).
 
     The code generator reads them too: when every candidate block divides a static size, the kernel's mask on
     that axis is always true and is written as a constant (``tl.full(..., True)``), which Triton folds away.
     """
-    configs = _configs(kind, xnumel, rnumel, "inner" if hint == "skinny_mm" else hint, interpret)
+    matmul = hint in MATMUL_HINTS
+    configs = _configs(kind, xnumel, rnumel, MATMUL_HINTS.get(hint, hint), interpret)
     small = xnumel * rnumel < SMALL_KERNEL and config.mode != "max-autotune"
-    # a skinny mm's reduction takes the rule's config untimed: the tutorial MoE makes dozens of them, and timing
+    # a matmul's reduction takes the rule's config untimed: the tutorial MoE makes dozens of them, and timing
     # their candidates doubled its first call ([Note: a skinny mm as a reduction] in extern_lowering.py)
-    return configs[:1] if small or hint == "skinny_mm" else configs
+    return configs[:1] if small or matmul else configs
 
 
 def _configs(kind: str, xnumel: int, rnumel: int, hint: str, interpret: bool) -> list[dict]:

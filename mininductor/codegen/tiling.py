@@ -28,17 +28,18 @@ GRID_Y_LIMIT = 65535 * 32  # grid axis 1 holds at most 65535 blocks (of up to 32
 
 
 def reduction_hint(fused: FusedSchedulerNode, numel, rnumel) -> str:
-    """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns); an inner
-    matmul lowered as a reduction is ``skinny_mm``: an ``inner`` one whose config is not timed."""
+    """``inner`` when some input is contiguous along the reduced dim (rows), else ``outer`` (columns); a matmul
+    lowered as a reduction is ``skinny_mm`` (inner) or ``outer_mm``: the same block sizes, whose config is not
+    timed ([Note: a skinny mm as a reduction] in extern_lowering.py)."""
     if rnumel == 1:
         return "inner"
+    matmul = any(getattr(sn.node.data, "skinny_mm", False) for sn in fused.snodes)
     for snode in fused.snodes:
         reads, _ = snode.canonical_deps((numel, rnumel))
         for idxs in reads.values():
             if any(linear_stride(i, RINDEX) == 1 for i in idxs):
-                skinny = any(getattr(sn.node.data, "skinny_mm", False) for sn in fused.snodes)
-                return "skinny_mm" if skinny else "inner"
-    return "outer"
+                return "skinny_mm" if matmul else "inner"
+    return "outer_mm" if matmul else "outer"
 
 
 def choose_kind(numel, rnumel, hint: str, interpret: bool) -> str:
@@ -49,7 +50,7 @@ def choose_kind(numel, rnumel, hint: str, interpret: bool) -> str:
         return "red"  # (a scan too: the looped one carries its running value from chunk to chunk)
     if config.looped_reduction_rblock:
         return "red"
-    if hint == "outer" and not interpret:
+    if hint in ("outer", "outer_mm") and not interpret:
         return "red"
     limit = config.interpret_block_max if interpret else config.persistent_reduction_max
     return "per" if next_power_of_2(rnumel) <= limit else "red"

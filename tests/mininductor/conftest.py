@@ -13,3 +13,12 @@ def fresh_minicompile(monkeypatch):
     monkeypatch.setattr(minidynamo.config, "raise_internal_errors", True)
     yield
     minidynamo.reset()
+
+
+@pytest.fixture
+def library_matmuls(monkeypatch):
+    """Small fp32 matrix products keep their library call on the GPU too: for the tests of the extern path, the
+    matmul template and the unfused ``addmm``, whose small operands would otherwise lower as reductions
+    ([Note: a small matmul as a reduction] in extern_lowering.py)."""
+    from mininductor import config
+    monkeypatch.setattr(config, "small_mm", "never")

@@ -33,6 +33,7 @@ def test_a_matmul_result_is_contiguous_whatever_its_inputs(name, op, shapes):
         assert op(*[make(s) for s in shapes]).is_contiguous()
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_a_matmul_extern_goes_through_its_public_function_without_ensure_layout():
     a, b = torch.randn(6, 5), torch.randn(6, 4)
     compiled = check(lambda a, b: torch.relu(a.t() @ b) + 1, a, b, kernels=1, externs=1)
@@ -50,6 +51,7 @@ def test_an_extern_with_a_layout_of_its_own_keeps_ensure_layout():
     assert "aten_convolution = aten_entry(torch.ops.aten.convolution.default)" in compiled.source
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_a_whole_buffer_output_is_the_buffer_and_a_part_stays_a_view():
     x = torch.randn(6, 4)  # six rows: the matmul is an extern on every device ([Note: a skinny mm as a reduction])
     for fn, kernels, externs in ((lambda x: (x * 2).t().t(), 1, 0), (lambda x: (x * 2).unsqueeze(0).squeeze(0), 1, 0),
@@ -67,6 +69,7 @@ def test_a_whole_buffer_output_is_the_buffer_and_a_part_stays_a_view():
     assert b.data_ptr() == a.data_ptr() + b.element_size() and a._base is b._base is not None
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_a_view_at_offset_zero_of_an_input_that_starts_inside_its_storage():
     """``torch.as_strided`` without an offset keeps the tensor's own: an input that is a slice of a larger
     tensor is read from its first element, not its storage's."""

@@ -22,6 +22,7 @@ def _dynamo(fn):
     return torch.compile(fn, backend=mininductor.compile_fx)
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_torch_compile_backend_matches_eager():
     model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(32, 5))
     x = torch.randn(7, 20, device=DEVICE)
@@ -61,6 +62,7 @@ def test_fallback_is_counted_not_an_error():
     assert any("topk" in op for op in metrics.fallback_ops)
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_extern_matmuls():
     a, b = torch.randn(3, 5, 7), torch.randn(3, 7, 4)
     bias = torch.randn(4)
@@ -73,6 +75,7 @@ def _gelu_of_baddbmm(a, b, bias, beta):
     return F.gelu(torch.baddbmm(bias, a, b, beta=beta))
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_baddbmm_is_a_bmm_whose_bias_add_fuses_into_the_next_kernel():
     """[Note: baddbmm as bmm and an add]: in fp32 the bias add joins the GELU's kernel and cuBLAS runs a plain bmm;
     in bf16 (where it would round twice) and with beta != 1 the extern baddbmm stays. Gradients as eager's."""
@@ -94,6 +97,7 @@ def test_baddbmm_is_a_bmm_whose_bias_add_fuses_into_the_next_kernel():
         assert_same(mine.grad, theirs.grad, 1e-5, 1e-5)
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_transposed_operand_reaches_extern_without_copy():
     a, b = torch.randn(6, 5), torch.randn(6, 4)
     compiled = check(lambda a, b: a.t() @ b, a, b, kernels=0, externs=1)

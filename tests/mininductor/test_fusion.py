@@ -69,6 +69,7 @@ def test_rmsnorm_by_hand_is_one_kernel():
     check(lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, X, w, kernels=1)
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_mlp_is_two_externs_and_at_most_two_kernels():
     w1, b1, w2, b2 = torch.randn(64, 130), torch.randn(64), torch.randn(16, 64), torch.randn(16)
     check(lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2) * 2, X, w1, b1, w2, b2,

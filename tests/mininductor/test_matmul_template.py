@@ -12,6 +12,9 @@ from mininductor.matmul_template import CONFIGS, MatmulChoice
 
 from .utils import DEVICE, assert_same, check
 
+# small fp32 products keep their library call here too ([Note: a small matmul as a reduction])
+pytestmark = pytest.mark.usefixtures("library_matmuls")
+
 
 def _matmuls(a, w, x):
     return torch.bmm(a, w), a[1] @ w[0], torch.bmm(a, x.transpose(1, 2)), a[0].T.T @ x[1].T

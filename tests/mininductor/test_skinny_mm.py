@@ -62,11 +62,15 @@ def test_an_expert_is_two_kernels_with_the_gather_gelu_and_scatter_fused_in(dtyp
 
 
 @pytest.mark.usefixtures("skinny_here")
-def test_columns_read_across_rows_keep_the_outer_configs():
+def test_columns_read_across_rows_take_the_outer_block_sizes_untimed():
     """``x.T @ w`` with both stored row-major reads neither operand contiguously along K: a column reduction,
-    whose launcher keeps the ``outer`` block sizes (timed on the GPU), not the ``skinny_mm`` rule's."""
+    whose launcher takes the ``outer`` block sizes, not the ``skinny_mm`` rule's -- the first of them, untimed
+    (``outer_mm``): timing six candidates of the friendly MoE's combine cost its first call half a second."""
+    from mininductor.runtime import candidate_configs
     compiled = check(lambda x, w: x.T @ w, torch.randn(48, 3), torch.randn(48, 40), kernels=1, externs=0)
-    assert "hint='outer'" in compiled.source and "hint='skinny_mm'" not in compiled.source
+    assert "hint='outer_mm'" in compiled.source and "hint='skinny_mm'" not in compiled.source
+    assert len(candidate_configs("red", 32 * 1024, 128, "outer")) == 6
+    assert candidate_configs("red", 32 * 1024, 128, "outer_mm") == candidate_configs("red", 32 * 1024, 128, "outer")[:1]
 
 
 def test_a_skinny_mm_kernel_takes_one_config_untimed():
@@ -78,7 +82,7 @@ def test_a_skinny_mm_kernel_takes_one_config_untimed():
     assert len(candidate_configs("red", 4 * 1024, 8192, "skinny_mm")) == 1
 
 
-@pytest.mark.usefixtures("skinny_here")
+@pytest.mark.usefixtures("skinny_here", "library_matmuls")
 def test_more_rows_half_precision_and_a_scaled_addmm_keep_cublas():
     check(lambda a, b: a @ b, torch.randn(5, 48), torch.randn(48, 40), kernels=0, externs=1)  # five rows
     half = check(lambda a, b: (a @ b).relu(), torch.randn(2, 48, dtype=torch.bfloat16),
@@ -149,6 +153,7 @@ def test_a_symbolic_row_count_needs_a_bound_from_the_program():
     assert frames_ok() == 2 and metrics.extern_call_count == 0
 
 
+@pytest.mark.usefixtures("library_matmuls")
 def test_by_default_only_the_gpu_lowers_it_and_never_turns_it_off(monkeypatch):
     monkeypatch.setattr(config, "unfused_addmm", "always")
     args = _expert_args(3)
@@ -157,3 +162,82 @@ def test_by_default_only_the_gpu_lowers_it_and_never_turns_it_off(monkeypatch):
     check(expert, *args, atol=1e-4, rtol=1e-4, kernels=2 if cuda else 3, externs=0 if cuda else 2)
     monkeypatch.setattr(config, "skinny_mm", "never")  # the gather, the bias and GELU, the scatter; two mm
     check(expert, *args, atol=1e-4, rtol=1e-4, kernels=3, externs=2)
+
+
+# --- [Note: a small matmul as a reduction]: any row count, when the product is small -------------------------
+
+@pytest.fixture
+def small_here(monkeypatch):
+    monkeypatch.setattr(config, "small_mm", "always")
+
+
+@pytest.mark.usefixtures("small_here")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_small_products_of_any_row_count_are_one_reduction_kernel(dtype):
+    a, b = torch.randn(9, 24, dtype=dtype), torch.randn(24, 10, dtype=dtype)
+    assert "aten_mm(" not in _call(check(lambda a, b: a @ b, a, b, kernels=1, externs=0))
+    a, b = torch.randn(3, 7, 24, dtype=dtype), torch.randn(3, 24, 5, dtype=dtype)
+    batched = check(torch.bmm, a, b, kernels=1, externs=0)
+    assert "aten_bmm(" not in _call(batched) and "tl.sum(" in batched.source
+    check(torch.bmm, a.transpose(1, 2).contiguous().transpose(1, 2), b, kernels=1, externs=0)  # strided in K
+
+
+@pytest.mark.usefixtures("small_here")
+def test_a_small_addmm_read_by_a_softmax_adds_its_bias_in_the_softmax_kernel():
+    """The friendly MoE's gate: ``addmm`` read by a softmax (not pointwise: no unfused ``addmm``) is the
+    reduction, whose sum the softmax's kernel reads and adds the bias to; ``baddbmm`` likewise."""
+    compiled = check(lambda c, x, w: torch.addmm(c, x, w.t()).softmax(-1), torch.randn(8), torch.randn(12, 40),
+                     torch.randn(8, 40), kernels=2, externs=0)
+    assert "aten_addmm(" not in _call(compiled)
+    check(lambda c, a, b: torch.baddbmm(c, a, b).sum(-1), torch.randn(3, 1, 5), torch.randn(3, 6, 7),
+          torch.randn(3, 7, 5), kernels=2, externs=0)
+
+
+@pytest.mark.usefixtures("small_here")
+def test_the_friendly_moe_routing_einsums_are_reductions():
+    """``einsum("bec,bd->ecd")`` (dispatch) and ``einsum("bec,eco->bo")`` (combine) are ``bmm``s of one batch."""
+    mask, x, out = torch.rand(6, 4, 2), torch.randn(6, 16), torch.randn(4, 2, 16)
+    check(lambda m, x: torch.einsum("bec,bd->ecd", m, x), mask, x, externs=0)
+    check(lambda m, o: torch.einsum("bec,eco->bo", m, o), mask, out, externs=0)
+
+
+@pytest.mark.usefixtures("small_here", "fresh_minicompile")
+def test_larger_products_half_precision_and_symbolic_sizes_keep_the_library(monkeypatch):
+    a, b = torch.randn(9, 24), torch.randn(24, 10)
+    monkeypatch.setattr(config, "small_mm_max_products", 9 * 24 * 10 - 1)
+    check(lambda a, b: a @ b, a, b, kernels=0, externs=1)
+    monkeypatch.setattr(config, "small_mm_max_products", 9 * 24 * 10)
+    check(lambda a, b: a @ b, a, b, kernels=1, externs=0)
+    check(lambda a, b: (a @ b).relu(), a.bfloat16(), b.bfloat16(), atol=1e-2, rtol=1e-2, kernels=1, externs=1)
+    metrics.reset()
+    compiled = minidynamo.minicompile(lambda a, b: (a @ b).relu(), dynamic=True)  # rows: no bound on the product
+    for rows in (6, 7, 9):
+        a = torch.randn(rows, 24, device=DEVICE)
+        assert_same(compiled(a, b.to(DEVICE)), (a @ b.to(DEVICE)).relu())
+    assert frames_ok() == 1 and metrics.symbolic_compiles == 1 and metrics.extern_call_count == 1
+
+
+@pytest.mark.usefixtures("small_here", "fresh_minicompile")
+def test_the_friendly_moe_forward_and_gradients_match_eager_without_a_library_call():
+    """At the small size every matrix product of the friendly MoE -- gate, dispatch, experts, combine, and their
+    backward's -- is a reduction kernel; outputs, aux loss and every parameter's gradient as eager's."""
+    from minidynamo.examples.moe import friendly_from_tutorial, make_moe, make_moe_input
+    eager = friendly_from_tutorial(make_moe("tutorial", "small", seed=0)).to(DEVICE).train()
+    model = friendly_from_tutorial(make_moe("tutorial", "small", seed=0)).to(DEVICE).train()
+    x = make_moe_input("small", seed=1).to(DEVICE)
+    (out, aux), (expected, expected_aux) = minidynamo.minicompile(model)(x), eager(x)
+    (out.square().mean() + aux).backward()
+    (expected.square().mean() + expected_aux).backward()
+    torch.testing.assert_close((out, aux), (expected, expected_aux), atol=1e-5, rtol=1e-5)
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-5)
+    assert frames_ok() == 1 and metrics.extern_call_count == 0
+    assert metrics.fallback_ops == ["aten.topk.default"], metrics.fallback_ops
+
+
+def test_by_default_only_the_gpu_lowers_small_products_and_never_turns_it_off(monkeypatch):
+    a, b = torch.randn(9, 24), torch.randn(24, 10)
+    cuda = DEVICE == "cuda"
+    check(lambda a, b: a @ b, a, b, kernels=1 if cuda else 0, externs=0 if cuda else 1)
+    monkeypatch.setattr(config, "small_mm", "never")
+    check(lambda a, b: a @ b, a, b, kernels=0, externs=1)

@@ -10,6 +10,9 @@ from mininductor import config
 
 from .utils import DEVICE, check
 
+# small fp32 products keep their library call here too ([Note: a small matmul as a reduction])
+pytestmark = pytest.mark.usefixtures("library_matmuls")
+
 
 @pytest.fixture
 def unfused_here(monkeypatch):
