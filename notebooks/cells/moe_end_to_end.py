@@ -52,6 +52,20 @@ y_ref, aux_ref = model(x)
 torch.testing.assert_close(y, y_ref); torch.testing.assert_close(aux, aux_ref)
 print("forward matches eager;", metrics.generated_kernel_count, "Triton kernels generated")"""),
         md("""
+The friendly twin's matrix products are small: the gate, the dispatch and combine `einsum`s (and, at this size,
+the experts). On a GPU each is a reduction kernel of ours, not a cuBLAS call, which would cost more host time than
+its GPU work ([Note: a small matmul as a reduction] in `mininductor/extern_lowering.py`; chapter 7); on the CPU,
+`small_mm="always"` does the same, so the forward is Triton kernels and one ATen fallback (`topk`):"""),
+        code("""
+import mininductor
+friendly.eval()
+metrics.reset()
+with mininductor.config.patch(small_mm="always"), torch.no_grad(), warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    torch.testing.assert_close(minicompile(friendly)(x)[0], friendly(x)[0])
+print(metrics.generated_kernel_count, "kernels,", metrics.extern_call_count, "library calls, fallbacks:",
+      metrics.fallback_ops)"""),
+        md("""
 ## Every expert, one cache entry
 
 The loop resumes once per expert with `expert_idx` as an argument. That int, a loop variable, is a symbol from the

@@ -50,8 +50,9 @@ print(f"generated (interpreted): {t_interp * 1e3:.2f} ms   eager: {t_eager * 1e3
         md("""
 ## A template: a matmul written by hand, chosen on the first call
 
-Matmuls usually go to cuBLAS (an extern call in `call`). A *skinny* fp32 one on the GPU -- at most 16 rows, as the
-compile-friendly MoE's experts have -- becomes a `MatmulChoice`: the module also holds a hand-written Triton
+Matmuls usually go to cuBLAS (an extern call in `call`); on the GPU a small one is a reduction kernel of ours instead
+(chapter 7). A *skinny* fp32 one with large weights on the GPU -- at most 16 rows, as the compile-friendly MoE's
+experts have -- becomes a `MatmulChoice`: the module also holds a hand-written Triton
 kernel, `triton_tem_bmm_tf32x3`, and the first call times cuBLAS against it and keeps the faster. On the CPU the
 template only runs when asked (`matmul_template="always"`), here through the interpreter:"""),
         code("""
