@@ -71,7 +71,7 @@ def f(x, w):
 
 
 def toy(x, y):
-    """The running example with a data-dependent branch: a graph break once breaks land."""
+    """The running example with a data-dependent branch: a graph break."""
     a = torch.sin(x) + y
     if a.sum() > 0:
         return a * 2
