@@ -155,13 +155,18 @@ def unfused_addmm(bias, a, b) -> TensorBox:
 
 def prefers_reduction_mm(a, b) -> bool:
     """Should ``mm(a, b)`` lower as a reduction ([Note: a skinny mm as a reduction])?"""
-    if config.skinny_mm == "never" or not isinstance(a, ir.IRNode) or not isinstance(b, ir.IRNode):
+    return _may_lower_as_reduction(config.skinny_mm, a, b) and \
+        _rows_at_most(a.get_size()[0], config.skinny_mm_max_rows)
+
+
+def _may_lower_as_reduction(setting: str, a, b) -> bool:
+    """What both matmul-as-reduction rules ask first: the switch (``"gpu"``, ``"always"``, ``"never"``) allows it on
+    this device, and both operands are fp32 (or both fp64) IR nodes."""
+    if setting == "never" or not isinstance(a, ir.IRNode) or not isinstance(b, ir.IRNode):
         return False
-    if device_of((a, b)).type != "cuda" and config.skinny_mm != "always":
+    if device_of((a, b)).type != "cuda" and setting != "always":
         return False
-    if a.get_dtype() not in (torch.float32, torch.float64) or b.get_dtype() != a.get_dtype():
-        return False
-    return _rows_at_most(a.get_size()[0], config.skinny_mm_max_rows)
+    return a.get_dtype() in (torch.float32, torch.float64) and b.get_dtype() == a.get_dtype()
 
 
 # [Note: a small matmul as a reduction]  The same lowering pays for any product small enough, whatever its row
@@ -182,11 +187,7 @@ def prefers_reduction_mm(a, b) -> bool:
 # pointwise products and a sum).  ``config.small_mm``: "gpu" (the default), "always" (the CPU too: tests), "never".
 def is_small_mm(a, b) -> bool:
     """Should ``mm``/``bmm(a, b)`` lower as a reduction for its size ([Note: a small matmul as a reduction])?"""
-    if config.small_mm == "never" or not isinstance(a, ir.IRNode) or not isinstance(b, ir.IRNode):
-        return False
-    if device_of((a, b)).type != "cuda" and config.small_mm != "always":
-        return False
-    if a.get_dtype() not in (torch.float32, torch.float64) or b.get_dtype() != a.get_dtype():
+    if not _may_lower_as_reduction(config.small_mm, a, b):
         return False
     sizes = [*a.get_size(), b.get_size()[-1]]
     if any(is_symbolic(s) for s in sizes):
